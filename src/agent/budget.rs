@@ -1,0 +1,121 @@
+//! Budgets: turns per cycle; tokens, cost and wall-clock time for the whole run.
+//!
+//! Checked before every model call with an estimate of what the call will use, so a run stops
+//! before the call that would overspend rather than after it.
+
+use std::time::{Duration, Instant};
+
+use crate::config::{Budgets, Price};
+use crate::llm::{Usage, pricing};
+
+/// Which budget ran out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Limit {
+    Turns(u32),
+    Tokens { limit: u64, used: u64, next_estimate: u64 },
+    Cost { limit: f64, spent: f64, next_estimate: f64 },
+    Timeout(Duration),
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::Turns(n) => write!(f, "--max-turns {n} reached before the model finished the cycle"),
+            Limit::Tokens { limit, used, next_estimate } => write!(
+                f,
+                "--max-tokens {limit} would be exceeded: {used} tokens used, the next call needs about {next_estimate}"
+            ),
+            Limit::Cost { limit, spent, next_estimate } => write!(
+                f,
+                "--max-cost ${limit:.4} would be exceeded: ${spent:.4} spent, the next call costs about ${next_estimate:.4}"
+            ),
+            Limit::Timeout(limit) => write!(f, "--timeout {} reached", humantime::format_duration(*limit)),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Budget {
+    limits: Budgets,
+    started: Instant,
+    price: Option<Price>,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    /// Largest reply so far: the estimate for the next reply's size.
+    largest_output: u64,
+}
+
+/// Rough token count of text (about four bytes a token for English and code). Used only to
+/// estimate a call before it is made; real counts come from the API.
+pub fn estimate_tokens(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4)
+}
+
+/// Assumed size of a reply before any has been seen.
+const FIRST_REPLY_ESTIMATE: u64 = 1_000;
+
+impl Budget {
+    pub fn new(limits: Budgets, price: Option<Price>) -> Self {
+        Self { limits, started: Instant::now(), price, usage: Usage::default(), cost_usd: 0.0, largest_output: 0 }
+    }
+
+    pub fn set_price(&mut self, price: Option<Price>) {
+        self.price = price;
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.limits.timeout.map(|timeout| self.started + timeout)
+    }
+
+    pub fn timeout_limit(&self) -> Option<Limit> {
+        self.limits.timeout.map(Limit::Timeout)
+    }
+
+    /// Whether a call whose request is `request_bytes` long fits in what is left.
+    pub fn check_before_call(&self, request_bytes: usize) -> Result<(), Limit> {
+        if let Some(timeout) = self.limits.timeout {
+            if self.started.elapsed() >= timeout {
+                return Err(Limit::Timeout(timeout));
+            }
+        }
+        let next = Usage {
+            input_tokens: estimate_tokens(request_bytes),
+            output_tokens: self.largest_output.max(FIRST_REPLY_ESTIMATE),
+        };
+        if let Some(limit) = self.limits.max_tokens {
+            if self.usage.total() + next.total() > limit {
+                return Err(Limit::Tokens { limit, used: self.usage.total(), next_estimate: next.total() });
+            }
+        }
+        if let Some(limit) = self.limits.max_cost {
+            let next_estimate = pricing::cost(self.price, next);
+            if self.cost_usd + next_estimate > limit {
+                return Err(Limit::Cost { limit, spent: self.cost_usd, next_estimate });
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a call's real usage; returns the call's cost.
+    pub fn record(&mut self, usage: Usage) -> f64 {
+        let cost = pricing::cost(self.price, usage);
+        self.usage += usage;
+        self.cost_usd += cost;
+        self.largest_output = self.largest_output.max(usage.output_tokens);
+        cost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stops_before_the_call_that_would_overspend() {
+        let price = Some(Price { input_per_mtok: 1_000_000.0, output_per_mtok: 0.0 });
+        let budget = Budget::new(Budgets { max_cost: Some(10.0), ..Budgets::default() }, price);
+        // 40 bytes ~ 10 tokens ~ $10: fits exactly; 44 bytes does not.
+        assert!(budget.check_before_call(40).is_ok());
+        assert!(matches!(budget.check_before_call(44), Err(Limit::Cost { .. })));
+    }
+}

@@ -1,0 +1,228 @@
+//! The turn loop of one cycle: ask the model, parse its `{plan, tool_calls}` batch, run the
+//! calls in order, feed the results back, until `finish`, `ask_question`, a budget, or an error.
+//!
+//! Guarantees (DESIGN section 2): the first failing call stops its batch and the rest are
+//! reported as skipped, never run; a failure goes back to the model as the call's result; an
+//! invalid reply is answered with the parse error and the expected shape and counts as a turn;
+//! the history sent back is always valid JSON; a call to a tool that is not enabled is
+//! rejected, never executed.
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Event, EventSink, Scope};
+use crate::forge::PullRequest;
+use crate::llm::{CompletionRequest, Message, Provider, ProviderError, StopReason};
+use crate::tools::{CycleEnd, FinishStatus, Lookup, ToolContext, ToolError, ToolOutput, ToolRegistry};
+
+pub mod budget;
+pub mod prompt;
+pub mod protocol;
+
+use budget::{Budget, Limit};
+use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};
+
+/// How a cycle ended.
+#[derive(Debug)]
+pub enum CycleOutcome {
+    Finished { status: FinishStatus, summary: String, pull_requests: Vec<PullRequest> },
+    Question { question: String, issue: Option<u64> },
+    Limit(Limit),
+}
+
+/// Why a cycle could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum CycleError {
+    #[error("interrupted")]
+    Interrupted,
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error("the model refused to answer: {0}")]
+    Refused(String),
+    #[error(transparent)]
+    Fatal(#[from] anyhow::Error),
+}
+
+pub struct Agent<'a> {
+    pub provider: &'a dyn Provider,
+    pub registry: &'a ToolRegistry,
+    pub events: &'a EventSink,
+    pub cancel: &'a CancellationToken,
+    pub max_turns: u32,
+    pub cycle: u32,
+}
+
+/// Result of one call, as it goes back to the model.
+fn result_entry(tool: &str, ok: bool, output: &str) -> Value {
+    json!({"tool_name": tool, "ok": ok, "output": output})
+}
+
+impl Agent<'_> {
+    fn scope(&self, turn: u32) -> Scope {
+        Scope { cycle: Some(self.cycle), turn: Some(turn) }
+    }
+
+    /// Runs turns until the cycle ends. `ctx` is rebuilt per call only for `cycle_branch`.
+    pub async fn run_cycle(
+        &self,
+        system: &str,
+        first_message: String,
+        reply_schema: &Value,
+        ctx: &ToolContext<'_>,
+        budget: &mut Budget,
+    ) -> Result<CycleOutcome, CycleError> {
+        let redactor = self.events.redactor();
+        let system = redactor.redact(system);
+        let mut history = vec![Message::user(redactor.redact(&first_message))];
+        let mut pull_requests: Vec<PullRequest> = Vec::new();
+        let mut turn = 0;
+        loop {
+            if turn >= self.max_turns {
+                return Ok(CycleOutcome::Limit(Limit::Turns(self.max_turns)));
+            }
+            let request_bytes = system.len() + history.iter().map(|m| m.content.len()).sum::<usize>();
+            if let Err(limit) = budget.check_before_call(request_bytes) {
+                return Ok(CycleOutcome::Limit(limit));
+            }
+            turn += 1;
+            let request = CompletionRequest { system: &system, messages: &history, reply_schema };
+            let deadline = budget.deadline();
+            let completion = tokio::select! {
+                () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
+                () = sleep_until(deadline) => {
+                    return Ok(CycleOutcome::Limit(budget.timeout_limit().unwrap_or(Limit::Turns(turn))));
+                }
+                result = self.provider.complete(request) => result?,
+            };
+            let cost = budget.record(completion.usage);
+            self.events.emit(
+                self.scope(turn),
+                Event::ModelResponse { content: completion.content.clone(), usage: completion.usage, cost_usd: cost },
+            );
+            match completion.stop {
+                StopReason::Refusal(reason) => return Err(CycleError::Refused(reason)),
+                StopReason::Length => {
+                    history.push(Message::assistant(json!({"unusable_reply": "cut off at the output length limit"}).to_string()));
+                    history.push(Message::user(
+                        json!({
+                            "error": "Your reply was cut off at the output length limit. Reply again, shorter: fewer calls in one reply, and prefer edit_file over rewriting whole files.",
+                            "expected_shape": EXPECTED_SHAPE,
+                        })
+                        .to_string(),
+                    ));
+                    continue;
+                }
+                StopReason::Complete => {}
+            }
+            let reply = match parse_reply(&completion.content) {
+                Ok(reply) => reply,
+                Err(error) => {
+                    tracing::warn!("turn {turn}: unusable reply: {error}");
+                    // Keep the conversation valid JSON: the raw reply travels as a JSON string.
+                    history.push(Message::assistant(json!({"unusable_reply": completion.content}).to_string()));
+                    history.push(Message::user(
+                        json!({"error": format!("Your reply could not be used: {error}"), "expected_shape": EXPECTED_SHAPE})
+                            .to_string(),
+                    ));
+                    continue;
+                }
+            };
+            history.push(Message::assistant(reply.to_json()));
+            if !reply.plan.trim().is_empty() {
+                self.events.emit(self.scope(turn), Event::Plan { plan: reply.plan.clone() });
+            }
+            let (results, end) = self.run_batch(&reply, ctx, turn, &mut pull_requests).await?;
+            if let Some(end) = end {
+                return Ok(match end {
+                    CycleEnd::Finish { status, summary } => CycleOutcome::Finished { status, summary, pull_requests },
+                    CycleEnd::Question { question, issue } => CycleOutcome::Question { question, issue },
+                });
+            }
+            history.push(Message::user(json!({"tool_results": results}).to_string()));
+        }
+    }
+
+    async fn run_batch(
+        &self,
+        reply: &ModelReply,
+        ctx: &ToolContext<'_>,
+        turn: u32,
+        pull_requests: &mut Vec<PullRequest>,
+    ) -> Result<(Vec<Value>, Option<CycleEnd>), CycleError> {
+        let redactor = self.events.redactor();
+        let scope = self.scope(turn);
+        let mut results = Vec::with_capacity(reply.tool_calls.len());
+        let mut stopped: Option<&'static str> = None;
+        let mut end = None;
+        for call in &reply.tool_calls {
+            let name = call.tool_name.as_str();
+            if let Some(reason) = stopped {
+                results.push(json!({"tool_name": name, "ok": false, "skipped": true, "output": reason}));
+                continue;
+            }
+            self.events.emit(scope, Event::ToolCall { tool: name.to_owned(), arguments: Value::Object(call.arguments.clone()) });
+            let tool = match self.registry.lookup(name) {
+                Lookup::Found(tool) => tool,
+                Lookup::Rejected(reason) => {
+                    self.events.emit(scope, Event::ToolRejected { tool: name.to_owned(), reason: reason.clone() });
+                    results.push(result_entry(name, false, &reason));
+                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    continue;
+                }
+                Lookup::Unknown(message) => {
+                    self.events.emit(scope, Event::ToolResult { tool: name.to_owned(), ok: false, output: message.clone() });
+                    results.push(result_entry(name, false, &message));
+                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    continue;
+                }
+            };
+            let branch = pull_requests.last().map(|pr| pr.branch.clone());
+            let call_ctx = ToolContext { cycle_branch: branch.as_deref(), ..*ctx };
+            let outcome = tokio::select! {
+                () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
+                outcome = tool.call(&call.arguments, &call_ctx) => outcome,
+            };
+            let (ok, output) = match outcome {
+                Ok(ToolOutput::Text(text)) => (true, redactor.redact(&text)),
+                Ok(ToolOutput::PullRequest(pull_request)) => {
+                    self.events.emit(
+                        scope,
+                        Event::PullRequest {
+                            url: pull_request.url.clone(),
+                            number: pull_request.number,
+                            branch: pull_request.branch.clone(),
+                            title: pull_request.title.clone(),
+                        },
+                    );
+                    if let Some(preview) = &pull_request.preview {
+                        self.events.say(preview);
+                    }
+                    let text = crate::tools::create_pull_request::describe(&pull_request);
+                    pull_requests.retain(|known| known.branch != pull_request.branch);
+                    pull_requests.push(pull_request);
+                    (true, text)
+                }
+                Ok(ToolOutput::EndCycle(cycle_end)) => {
+                    stopped = Some("skipped: not run because the cycle ended");
+                    end = Some(cycle_end);
+                    (true, "the cycle ends here".to_owned())
+                }
+                Err(ToolError::RespondToModel(message)) => {
+                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    (false, redactor.redact(&message))
+                }
+                Err(ToolError::Fatal(error)) => return Err(CycleError::Fatal(error.context(format!("tool {name}")))),
+            };
+            self.events.emit(scope, Event::ToolResult { tool: name.to_owned(), ok, output: output.clone() });
+            results.push(result_entry(name, ok, &output));
+        }
+        Ok((results, end))
+    }
+}
+
+async fn sleep_until(deadline: Option<std::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+        None => std::future::pending().await,
+    }
+}

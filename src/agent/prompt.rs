@@ -1,0 +1,237 @@
+//! The prompts the model sees, rendered from the templates in `prompts/` (embedded at build
+//! time, so the binary is self-contained).
+//!
+//! The system prompt lists only the enabled tools; the cycle prompt carries the task (or the
+//! task sources), the bot's own open pull requests and a file tree bounded by a byte budget so
+//! that a huge repository cannot blow the model's context.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::forge::{OpenPullRequest, TaskIssue};
+use crate::tools::ToolSpec;
+
+const SYSTEM_TEMPLATE: &str = include_str!("../../prompts/system.md");
+const CYCLE_TEMPLATE: &str = include_str!("../../prompts/cycle.md");
+
+/// Bytes of file tree in the cycle prompt, by default.
+pub const DEFAULT_TREE_BUDGET: usize = 16 * 1024;
+/// Bytes of one task file or issue body shown in the prompt.
+const MAX_TASK_SOURCE_BYTES: usize = 16 * 1024;
+
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut text = template.to_owned();
+    for (key, value) in values {
+        text = text.replace(&format!("{{{{{key}}}}}"), value);
+    }
+    text
+}
+
+fn truncate_bytes(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
+/// One tool, as the system prompt lists it: name, description and arguments.
+pub fn describe_tool(spec: &ToolSpec) -> String {
+    let mut text = format!("## {}\n{}\nArguments:", spec.name, spec.description);
+    let required: Vec<&str> = spec.parameters["required"]
+        .as_array()
+        .map(|list| list.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    match spec.parameters["properties"].as_object() {
+        Some(properties) if !properties.is_empty() => {
+            for (name, schema) in properties {
+                let kind = schema["type"].as_str().unwrap_or("string");
+                let choices = schema["enum"]
+                    .as_array()
+                    .map(|values| format!(" one of {}", serde_json::Value::Array(values.clone())))
+                    .unwrap_or_default();
+                let needed = if required.contains(&name.as_str()) { "required" } else { "optional" };
+                let description = schema["description"].as_str().unwrap_or("");
+                let _ = write!(text, "\n- `{name}` ({kind}, {needed}{choices}): {description}");
+            }
+        }
+        _ => text.push_str(" none"),
+    }
+    text
+}
+
+pub struct SystemPrompt<'a> {
+    pub tools: &'a [ToolSpec],
+    pub protected_paths: &'a [String],
+    pub max_turns: u32,
+    pub instructions: Option<&'a str>,
+}
+
+impl SystemPrompt<'_> {
+    pub fn render(&self) -> String {
+        let tools: Vec<String> = self.tools.iter().map(describe_tool).collect();
+        let protected = if self.protected_paths.is_empty() { "none".to_owned() } else { self.protected_paths.join(", ") };
+        let instructions = match self.instructions {
+            Some(text) if !text.trim().is_empty() => format!("\n# Instructions from the repository's maintainers\n\n{}\n", text.trim()),
+            _ => String::new(),
+        };
+        fill(
+            SYSTEM_TEMPLATE,
+            &[
+                ("tools", &tools.join("\n\n")),
+                ("protected_paths", &protected),
+                ("max_turns", &self.max_turns.to_string()),
+                ("instructions", &instructions),
+            ],
+        )
+    }
+}
+
+/// Where the cycle's task comes from.
+pub enum TaskSource<'a> {
+    /// `--task`: do exactly this.
+    Given(&'a str),
+    /// No task given: the model picks one from these sources or finishes with `no_tasks`.
+    Backlog { tasks_file: Option<(&'a str, &'a str)>, issues: &'a [TaskIssue] },
+}
+
+pub struct CyclePrompt<'a> {
+    pub repo: &'a str,
+    pub base: &'a str,
+    pub task: TaskSource<'a>,
+    pub open_pull_requests: &'a [OpenPullRequest],
+    pub file_tree: &'a FileTree,
+}
+
+impl CyclePrompt<'_> {
+    pub fn render(&self) -> String {
+        let task = match &self.task {
+            TaskSource::Given(text) => format!("# Your task\n\n{}", text.trim()),
+            TaskSource::Backlog { tasks_file, issues } => render_backlog(*tasks_file, issues),
+        };
+        let open = if self.open_pull_requests.is_empty() {
+            "(none)".to_owned()
+        } else {
+            let mut text = String::from("Do not redo these; pick other work or finish with no_tasks.\n");
+            for pr in self.open_pull_requests {
+                let number = pr.number.map(|n| format!("#{n} ")).unwrap_or_default();
+                let _ = write!(text, "\n- {number}{} (branch {})", pr.title, pr.branch);
+            }
+            text
+        };
+        fill(
+            CYCLE_TEMPLATE,
+            &[
+                ("repo", self.repo),
+                ("base", self.base),
+                ("task", &task),
+                ("open_pull_requests", &open),
+                ("file_tree", &self.file_tree.render()),
+            ],
+        )
+    }
+}
+
+fn render_backlog(tasks_file: Option<(&str, &str)>, issues: &[TaskIssue]) -> String {
+    let mut text = String::from(
+        "# Choose your task\n\nNo task was given. Pick ONE eligible task from the sources below (skip anything an open pull request of yours already covers), do it, and open a pull request. If nothing is eligible, call finish with status no_tasks.\n",
+    );
+    if let Some((name, content)) = tasks_file {
+        let (shown, cut) = truncate_bytes(content, MAX_TASK_SOURCE_BYTES);
+        let _ = write!(text, "\n## Task file `{name}`\n\n{}\n", shown.trim_end());
+        if cut {
+            text.push_str("[notice: the task file is longer; read_file shows the rest]\n");
+        }
+    }
+    if !issues.is_empty() {
+        text.push_str("\n## Open issues labelled for you\n");
+        for issue in issues {
+            let (body, cut) = truncate_bytes(&issue.body, MAX_TASK_SOURCE_BYTES);
+            let _ = write!(text, "\n### Issue #{}: {}\n\n{}{}\n", issue.number, issue.title, body.trim_end(), if cut { " […]" } else { "" });
+            for comment in &issue.comments {
+                let (body, _) = truncate_bytes(&comment.body, 4096);
+                let _ = write!(text, "\n> comment by {}:\n> {}\n", comment.author, body.trim_end().replace('\n', "\n> "));
+            }
+        }
+        text.push_str("\nWhen you work an issue, pass its number as `issue` to create_pull_request or ask_question.\n");
+    }
+    if tasks_file.is_none() && issues.is_empty() {
+        text.push_str("\n(There is no task file and no labelled issue: unless you see an obvious, uncontroversial fix, finish with no_tasks.)\n");
+    }
+    text
+}
+
+/// The repository's files as listed for the model, cut at a byte budget.
+#[derive(Debug, Clone)]
+pub struct FileTree {
+    pub shown: Vec<String>,
+    pub total: usize,
+    pub budget: usize,
+}
+
+impl FileTree {
+    /// Lists files (honouring .gitignore) until the budget is used, then only counts the rest.
+    pub fn scan(root: &Path, budget: usize) -> Self {
+        let mut shown = Vec::new();
+        let mut used = 0;
+        let mut total = 0;
+        let walker = ignore::WalkBuilder::new(root)
+            .hidden(false)
+            .require_git(false)
+            .sort_by_file_name(|a, b| a.cmp(b))
+            .filter_entry(|entry| entry.file_name() != ".git")
+            .build();
+        // Space kept free for the closing notice, so the rendered tree never exceeds the budget.
+        let reserve = 120;
+        for entry in walker.flatten() {
+            if !entry.file_type().is_some_and(|t| t.is_file() || t.is_symlink()) {
+                continue;
+            }
+            total += 1;
+            let Ok(relative) = entry.path().strip_prefix(root) else { continue };
+            let line = relative.display().to_string();
+            if shown.len() == total - 1 && used + line.len() + 1 + reserve <= budget {
+                used += line.len() + 1;
+                shown.push(line);
+            }
+        }
+        Self { shown, total, budget }
+    }
+
+    pub fn render(&self) -> String {
+        let mut text = self.shown.join("\n");
+        if self.shown.len() < self.total {
+            let _ = write!(
+                text,
+                "\n[… {} more files not listed ({} in all); use list_files on a folder to see them]",
+                self.total - self.shown.len(),
+                self.total
+            );
+        }
+        if self.total == 0 {
+            text = "(no files)".into();
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_tree_stays_within_its_budget() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for i in 0..500 {
+            std::fs::write(dir.path().join(format!("file_{i:04}.txt")), "x").expect("write");
+        }
+        let tree = FileTree::scan(dir.path(), 1024);
+        assert_eq!(tree.total, 500);
+        assert!(tree.shown.len() < 500);
+        assert!(tree.render().len() <= 1024, "{}", tree.render().len());
+        assert!(tree.render().contains("more files not listed"));
+    }
+}

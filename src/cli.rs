@@ -1,0 +1,197 @@
+//! Command-line definitions (clap). Every `run` option also reads `UPKEEP_<OPTION>` from the
+//! environment; clap applies flag > environment, and [`crate::config`] adds the repository's
+//! `.upkeep.toml` and the built-in defaults below that. Options that a file may set are
+//! `Option`s here so that "not given" stays distinguishable from "given the default value".
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "upkeep", version, about = "An autonomous maintenance bot for git repositories", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Work a repository: one task, the next task from its backlog, or (--continuous) until none is left.
+    Run(Box<RunArgs>),
+    /// Offline end-to-end demo: a sample repository, a scripted model, a real local pull request.
+    Demo(DemoArgs),
+    /// Print the tools exactly as the model sees them.
+    Tools(ToolsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    Openai,
+    Anthropic,
+    Gemini,
+    Ollama,
+    Replay,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::Ollama => "ollama",
+            ProviderKind::Replay => "replay",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ForgeKind {
+    Github,
+    Local,
+    None,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    /// owner/name (GitHub), an https://, ssh:// or git@host:path URL, or a local path / file:// URL
+    #[arg(long, env = "UPKEEP_REPO")]
+    pub repo: String,
+
+    /// What to do. Without it the model picks the next task from the task sources.
+    #[arg(long, env = "UPKEEP_TASK", conflicts_with = "task_file")]
+    pub task: Option<String>,
+
+    /// Read the task from a file.
+    #[arg(long, env = "UPKEEP_TASK_FILE")]
+    pub task_file: Option<PathBuf>,
+
+    /// Repeat cycles on a fresh copy until the model finds no task or asks a question.
+    #[arg(long, env = "UPKEEP_CONTINUOUS")]
+    pub continuous: bool,
+
+    /// Most cycles in continuous mode [default: 10]
+    #[arg(long, env = "UPKEEP_MAX_CYCLES", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_cycles: Option<u32>,
+
+    /// Most model calls per cycle [default: 20]
+    #[arg(long, env = "UPKEEP_MAX_TURNS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+
+    /// Offer run_shell_command (and every declared command tool) to the model.
+    #[arg(long, env = "UPKEEP_ALLOW_DANGEROUS_TOOLS")]
+    pub allow_dangerous_tools: bool,
+
+    /// Model provider [default: openai]
+    #[arg(long, env = "UPKEEP_PROVIDER", value_enum)]
+    pub provider: Option<ProviderKind>,
+
+    /// Model name [default: per provider]
+    #[arg(long, env = "UPKEEP_MODEL")]
+    pub model: Option<String>,
+
+    /// API endpoint (with openai: any OpenAI-compatible server)
+    #[arg(long, env = "UPKEEP_BASE_URL")]
+    pub base_url: Option<String>,
+
+    /// Scripted model replies (JSON Lines); implies --provider replay
+    #[arg(long, env = "UPKEEP_REPLAY")]
+    pub replay: Option<PathBuf>,
+
+    /// Where branches and pull requests go [default: github for GitHub repos, local for local paths]
+    #[arg(long, env = "UPKEEP_FORGE", value_enum)]
+    pub forge: Option<ForgeKind>,
+
+    /// Branch pull requests target [default: the remote's default branch]
+    #[arg(long, env = "UPKEEP_BASE")]
+    pub base: Option<String>,
+
+    /// Push nothing, open nothing, post nothing: print the title, body and diff instead.
+    #[arg(long, env = "UPKEEP_DRY_RUN")]
+    pub dry_run: bool,
+
+    /// JSON Lines events on stdout; human-readable progress on stderr.
+    #[arg(long, env = "UPKEEP_JSON")]
+    pub json: bool,
+
+    /// Append the events to this file.
+    #[arg(long, env = "UPKEEP_TRACE")]
+    pub trace: Option<PathBuf>,
+
+    /// Token budget for the whole run (input + output).
+    #[arg(long, env = "UPKEEP_MAX_TOKENS")]
+    pub max_tokens: Option<u64>,
+
+    /// Cost budget for the whole run, in US dollars.
+    #[arg(long, env = "UPKEEP_MAX_COST")]
+    pub max_cost: Option<f64>,
+
+    /// Wall-clock budget for the whole run, e.g. 30m or 1h30m.
+    #[arg(long, env = "UPKEEP_TIMEOUT")]
+    pub timeout: Option<humantime::Duration>,
+
+    /// Issue label that marks tasks for the bot [default: upkeep]
+    #[arg(long, env = "UPKEEP_LABEL")]
+    pub label: Option<String>,
+
+    /// Operator config (TOML): .upkeep.toml keys plus declared [[tools]] and [prices].
+    #[arg(long, env = "UPKEEP_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Clone depth; 0 = full history [default: 1]
+    #[arg(long, env = "UPKEEP_DEPTH")]
+    pub depth: Option<u32>,
+
+    /// Open pull requests as drafts.
+    #[arg(long, env = "UPKEEP_DRAFT")]
+    pub draft: bool,
+
+    /// Timeout per command of run_shell_command and declared tools, in seconds [default: 120]
+    #[arg(long, env = "UPKEEP_SHELL_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub shell_timeout: Option<u64>,
+
+    /// Pass this variable from upkeep's environment to commands (repeatable).
+    #[arg(long = "env", env = "UPKEEP_ENV", value_delimiter = ',')]
+    pub pass_env: Vec<String>,
+
+    /// Offer this declared command tool to the model (repeatable).
+    #[arg(long, env = "UPKEEP_ALLOW_TOOL", value_delimiter = ',')]
+    pub allow_tool: Vec<String>,
+
+    /// Fail (exit 2) where the OS sandbox for commands is unavailable.
+    #[arg(long, env = "UPKEEP_REQUIRE_SANDBOX")]
+    pub require_sandbox: bool,
+
+    /// Name on the bot's commits [default: upkeep]
+    #[arg(long, env = "UPKEEP_AUTHOR_NAME")]
+    pub author_name: Option<String>,
+
+    /// Email on the bot's commits [default: upkeep@users.noreply.github.com]
+    #[arg(long, env = "UPKEEP_AUTHOR_EMAIL")]
+    pub author_email: Option<String>,
+
+    /// Print only errors and the final summary on stderr.
+    #[arg(long, short, env = "UPKEEP_QUIET")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Create the sample repository here and keep it, instead of in a temporary directory.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// JSON Lines events on stdout, as with `run --json`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ToolsArgs {
+    /// Include run_shell_command, as --allow-dangerous-tools does for a run.
+    #[arg(long)]
+    pub allow_dangerous_tools: bool,
+    /// The tool specs and the reply schema as JSON.
+    #[arg(long)]
+    pub json: bool,
+}

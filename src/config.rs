@@ -1,0 +1,526 @@
+//! Flags + environment + config files -> one [`Config`].
+//!
+//! Precedence, highest first: flag, `UPKEEP_<OPTION>` environment variable (both handled by
+//! clap), the operator's `--config` file, the target repository's `.upkeep.toml`, built-in
+//! default. The operator's file ranks above the repository's because the operator runs the bot
+//! and the repository is what it works on. Everything that can be checked before any work is
+//! checked in [`Config::from_args`]; `.upkeep.toml` can only be read after cloning and is
+//! checked before the first model call. Errors name the offending key and map to exit code 2.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use crate::cli::{ForgeKind, ProviderKind, RunArgs};
+use crate::tools::CommandSettings;
+use crate::workspace::Identity;
+
+/// File name of the per-repository configuration.
+pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
+pub const DEFAULT_MAX_TURNS: u32 = 20;
+pub const DEFAULT_MAX_CYCLES: u32 = 10;
+pub const DEFAULT_LABEL: &str = "upkeep";
+pub const DEFAULT_TASKS_FILE: &str = "TODO.md";
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[".github/workflows/**"];
+pub const DEFAULT_SHELL_TIMEOUT_SECS: u64 = 120;
+pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
+pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
+pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
+
+/// A problem with the command line or a config file, found before any work started.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+impl ConfigError {
+    pub fn key(key: &str, problem: impl std::fmt::Display) -> Self {
+        ConfigError(format!("invalid `{key}`: {problem}"))
+    }
+}
+
+/// The keys of `.upkeep.toml` (and of the operator's `--config`, which adds `[[tools]]` and
+/// `[prices]`). Unknown keys are errors, so a typo does not silently do nothing.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub base: Option<String>,
+    pub label: Option<String>,
+    pub tasks_file: Option<String>,
+    pub instructions: Option<String>,
+    pub protected_paths: Option<Vec<String>>,
+    pub max_turns: Option<u32>,
+    #[serde(default)]
+    pub tools: Vec<DeclaredToolConfig>,
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// A declared command tool: a fixed program plus argument templates, never a shell string.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredToolConfig {
+    pub name: String,
+    pub description: String,
+    pub cmd: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub parameters: BTreeMap<String, ParameterConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ParameterConfig {
+    #[serde(rename = "type", default = "default_parameter_type")]
+    pub kind: String,
+    pub description: Option<String>,
+    #[serde(rename = "enum")]
+    pub allowed: Option<Vec<String>>,
+    pub pattern: Option<String>,
+    #[serde(rename = "maxLength")]
+    pub max_length: Option<usize>,
+    #[serde(default)]
+    pub optional: bool,
+}
+
+fn default_parameter_type() -> String {
+    "string".into()
+}
+
+/// Price of a model in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+impl FileConfig {
+    /// Parses a config file's text; `origin` names the file in error messages.
+    pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let parsed: FileConfig =
+            toml::from_str(text).map_err(|error| ConfigError(format!("{origin} is not valid: {error}")))?;
+        if parsed.max_turns == Some(0) {
+            return Err(ConfigError(format!("{origin}: invalid `max_turns`: must be at least 1")));
+        }
+        for pattern in parsed.protected_paths.iter().flatten() {
+            globset::Glob::new(pattern)
+                .map_err(|error| ConfigError(format!("{origin}: invalid `protected_paths` entry {pattern:?}: {error}")))?;
+        }
+        Ok(parsed)
+    }
+
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| ConfigError(format!("cannot read config file {}: {error}", path.display())))?;
+        Self::parse(&text, &path.display().to_string())
+    }
+}
+
+/// Where the repository comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepoSource {
+    /// A local path (or `file://` URL), canonicalised.
+    Local(PathBuf),
+    /// A repository on GitHub (or GitHub Enterprise).
+    GitHub { owner: String, name: String, clone_url: String },
+    /// Any other remote URL.
+    Remote(String),
+}
+
+impl RepoSource {
+    /// Reads `--repo`. `owner/name` is GitHub unless a directory by that name exists.
+    pub fn parse(spec: &str, github_server: &str) -> Result<Self, ConfigError> {
+        let spec = spec.trim();
+        if spec.is_empty() {
+            return Err(ConfigError::key("--repo", "is empty"));
+        }
+        if let Some(path) = spec.strip_prefix("file://") {
+            return Self::local(Path::new(path), spec);
+        }
+        let server = github_server.trim_end_matches('/');
+        if spec.starts_with("https://") || spec.starts_with("http://") {
+            if let Some(rest) = spec.strip_prefix(server).and_then(|r| r.strip_prefix('/')) {
+                if let Some((owner, name)) = split_owner_name(rest.trim_end_matches('/').trim_end_matches(".git")) {
+                    return Ok(RepoSource::GitHub { owner, name, clone_url: spec.to_owned() });
+                }
+            }
+            return Ok(RepoSource::Remote(spec.to_owned()));
+        }
+        if spec.starts_with("ssh://") || (spec.contains('@') && spec.contains(':') && !Path::new(spec).exists()) {
+            return Ok(RepoSource::Remote(spec.to_owned()));
+        }
+        let path = Path::new(spec);
+        if path.exists() {
+            return Self::local(path, spec);
+        }
+        if let Some((owner, name)) = split_owner_name(spec) {
+            return Ok(RepoSource::GitHub { clone_url: format!("{server}/{owner}/{name}.git"), owner, name });
+        }
+        Err(ConfigError::key(
+            "--repo",
+            format!("{spec:?} is neither owner/name, a URL (https://, ssh://, git@host:path, file://) nor an existing path"),
+        ))
+    }
+
+    fn local(path: &Path, spec: &str) -> Result<Self, ConfigError> {
+        let canonical = path
+            .canonicalize()
+            .map_err(|error| ConfigError::key("--repo", format!("{spec}: {error}")))?;
+        if git2::Repository::open(&canonical).is_err() {
+            return Err(ConfigError::key("--repo", format!("{} is not a git repository", canonical.display())));
+        }
+        Ok(RepoSource::Local(canonical))
+    }
+
+    /// The URL git clones from.
+    pub fn clone_url(&self) -> String {
+        match self {
+            RepoSource::Local(path) => path.display().to_string(),
+            RepoSource::GitHub { clone_url, .. } => clone_url.clone(),
+            RepoSource::Remote(url) => url.clone(),
+        }
+    }
+
+    pub fn display_name(&self) -> String {
+        match self {
+            RepoSource::GitHub { owner, name, .. } => format!("{owner}/{name}"),
+            other => other.clone_url(),
+        }
+    }
+}
+
+fn split_owner_name(text: &str) -> Option<(String, String)> {
+    let valid = |part: &str| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let (owner, name) = text.split_once('/')?;
+    (valid(owner) && valid(name) && !name.contains('/') && owner != "." && owner != "..")
+        .then(|| (owner.to_owned(), name.to_owned()))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Single,
+    Continuous,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Single => "single",
+            Mode::Continuous => "continuous",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct ProviderSettings {
+    pub kind: ProviderKind,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key: Option<SecretString>,
+    pub replay: Option<PathBuf>,
+    /// Per-request timeout.
+    pub request_timeout: Duration,
+}
+
+impl std::fmt::Debug for ProviderSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderSettings")
+            .field("kind", &self.kind)
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "set"))
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Budgets {
+    pub max_tokens: Option<u64>,
+    pub max_cost: Option<f64>,
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Clone)]
+pub struct GitHubSettings {
+    pub server_url: String,
+    pub api_url: String,
+    pub token: Option<SecretString>,
+}
+
+/// Everything a run needs, resolved from flags, environment and the operator's config.
+#[derive(Clone)]
+pub struct Config {
+    pub source: RepoSource,
+    pub task: Option<String>,
+    pub mode: Mode,
+    pub max_cycles: u32,
+    pub dangerous_tools: bool,
+    pub provider: ProviderSettings,
+    pub forge: ForgeKind,
+    pub dry_run: bool,
+    pub json: bool,
+    pub trace: Option<PathBuf>,
+    pub budgets: Budgets,
+    pub depth: u32,
+    pub draft: bool,
+    pub commands: CommandSettings,
+    pub allow_tools: Vec<String>,
+    pub identity: Identity,
+    pub github: GitHubSettings,
+    pub quiet: bool,
+    /// The issue the run was started for (a GitHub Actions `issues` event), if any.
+    pub issue: Option<u64>,
+    /// Settings given by flag or environment that a file may also set.
+    pub overrides: FileConfig,
+    /// The operator's `--config` file.
+    pub operator: FileConfig,
+}
+
+/// Settings after the repository's `.upkeep.toml` is known.
+#[derive(Debug, Clone)]
+pub struct RepoSettings {
+    pub base: Option<String>,
+    pub label: String,
+    pub tasks_file: String,
+    pub instructions: Option<String>,
+    pub protected_paths: Vec<String>,
+    pub max_turns: u32,
+    /// Declared command tools from the operator's config and the repository's file.
+    pub declared_tools: Vec<DeclaredToolConfig>,
+    pub prices: BTreeMap<String, Price>,
+}
+
+fn env_secret(names: &[&str]) -> Option<SecretString> {
+    names
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        .map(SecretString::from)
+}
+
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| default.to_owned())
+}
+
+impl Config {
+    pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
+        let github = GitHubSettings {
+            server_url: env_or("GITHUB_SERVER_URL", DEFAULT_GITHUB_SERVER).trim_end_matches('/').to_owned(),
+            api_url: env_or("GITHUB_API_URL", DEFAULT_GITHUB_API).trim_end_matches('/').to_owned(),
+            token: env_secret(&["GITHUB_TOKEN", "GH_TOKEN"]),
+        };
+        let source = RepoSource::parse(&args.repo, &github.server_url)?;
+
+        let task = match (&args.task, &args.task_file) {
+            (Some(task), _) if task.trim().is_empty() => return Err(ConfigError::key("--task", "is empty")),
+            (Some(task), _) => Some(task.clone()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|error| ConfigError::key("--task-file", format!("{}: {error}", path.display())))?,
+            ),
+            (None, None) => None,
+        };
+
+        let kind = match (args.provider, &args.replay) {
+            (Some(kind), Some(_)) if kind != ProviderKind::Replay => {
+                return Err(ConfigError::key("--provider", format!("{} conflicts with --replay, which implies replay", kind.as_str())));
+            }
+            (_, Some(_)) => ProviderKind::Replay,
+            (Some(kind), None) => kind,
+            (None, None) => ProviderKind::Openai,
+        };
+        if kind == ProviderKind::Replay {
+            match &args.replay {
+                None => return Err(ConfigError::key("--provider", "replay needs --replay FILE")),
+                Some(path) if !path.is_file() => {
+                    return Err(ConfigError::key("--replay", format!("{} does not exist", path.display())));
+                }
+                Some(_) => {}
+            }
+        }
+        let api_key = match kind {
+            ProviderKind::Openai => env_secret(&["OPENAI_API_KEY"]),
+            ProviderKind::Anthropic => env_secret(&["ANTHROPIC_API_KEY"]),
+            ProviderKind::Gemini => env_secret(&["GEMINI_API_KEY", "GOOGLE_API_KEY"]),
+            ProviderKind::Ollama | ProviderKind::Replay => None,
+        };
+        // A custom endpoint (a local OpenAI-compatible server) usually needs no key.
+        let key_required = matches!(kind, ProviderKind::Anthropic | ProviderKind::Gemini)
+            || (kind == ProviderKind::Openai && args.base_url.is_none());
+        if key_required && api_key.is_none() {
+            let variable = match kind {
+                ProviderKind::Openai => "OPENAI_API_KEY",
+                ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
+                _ => "GEMINI_API_KEY (or GOOGLE_API_KEY)",
+            };
+            return Err(ConfigError(format!(
+                "{variable} is not set; --provider {} needs it (or try `upkeep demo`, or --replay FILE, or --base-url for a local server)",
+                kind.as_str()
+            )));
+        }
+        if let Some(url) = &args.base_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ConfigError::key("--base-url", format!("{url:?} is not an http(s) URL")));
+            }
+        }
+
+        let forge = match (args.forge, &source) {
+            (Some(ForgeKind::Local), RepoSource::Local(_)) | (Some(ForgeKind::None), _) => args.forge.unwrap_or(ForgeKind::None),
+            (Some(ForgeKind::Local), _) => {
+                return Err(ConfigError::key("--forge", "local needs --repo to be a local path"));
+            }
+            (Some(ForgeKind::Github), RepoSource::GitHub { .. }) => ForgeKind::Github,
+            (Some(ForgeKind::Github), _) => {
+                return Err(ConfigError::key("--forge", "github needs --repo owner/name or a URL on $GITHUB_SERVER_URL"));
+            }
+            (None, RepoSource::Local(_)) => ForgeKind::Local,
+            (None, RepoSource::GitHub { .. }) => ForgeKind::Github,
+            // Another host: upkeep can push but cannot open pull requests there.
+            (None, RepoSource::Remote(_)) => ForgeKind::None,
+        };
+        if forge == ForgeKind::Github && github.token.is_none() && !args.dry_run {
+            return Err(ConfigError(
+                "GITHUB_TOKEN (or GH_TOKEN) is not set; --forge github needs it to push and open pull requests (or use --dry-run)".into(),
+            ));
+        }
+
+        if let Some(cost) = args.max_cost {
+            if !(cost.is_finite() && cost > 0.0) {
+                return Err(ConfigError::key("--max-cost", "must be a positive number of US dollars"));
+            }
+        }
+
+        let operator = match &args.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        for name in &args.allow_tool {
+            if name.trim().is_empty() {
+                return Err(ConfigError::key("--allow-tool", "empty tool name"));
+            }
+        }
+
+        let trace = args.trace.clone();
+        if let Some(path) = &trace {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|error| ConfigError::key("--trace", format!("{}: {error}", path.display())))?;
+        }
+
+        let defaults = Identity::default();
+        Ok(Config {
+            source,
+            task,
+            mode: if args.continuous { Mode::Continuous } else { Mode::Single },
+            max_cycles: args.max_cycles.unwrap_or(DEFAULT_MAX_CYCLES),
+            dangerous_tools: args.allow_dangerous_tools,
+            provider: ProviderSettings {
+                kind,
+                model: args.model.clone(),
+                base_url: args.base_url.clone(),
+                api_key,
+                replay: args.replay.clone(),
+                request_timeout: Duration::from_secs(300),
+            },
+            forge,
+            dry_run: args.dry_run,
+            json: args.json,
+            trace,
+            budgets: Budgets {
+                max_tokens: args.max_tokens,
+                max_cost: args.max_cost,
+                timeout: args.timeout.map(Into::into),
+            },
+            depth: args.depth.unwrap_or(1),
+            draft: args.draft,
+            commands: CommandSettings {
+                timeout: Duration::from_secs(args.shell_timeout.unwrap_or(DEFAULT_SHELL_TIMEOUT_SECS)),
+                pass_env: args.pass_env.clone(),
+                output_cap: DEFAULT_OUTPUT_CAP,
+                require_sandbox: args.require_sandbox,
+            },
+            allow_tools: args.allow_tool.clone(),
+            identity: Identity {
+                name: args.author_name.clone().unwrap_or(defaults.name),
+                email: args.author_email.clone().unwrap_or(defaults.email),
+            },
+            github,
+            quiet: args.quiet,
+            issue: None,
+            overrides: FileConfig {
+                base: args.base.clone(),
+                label: args.label.clone(),
+                max_turns: args.max_turns,
+                ..FileConfig::default()
+            },
+            operator,
+        })
+    }
+
+    /// Combines flags/environment, the operator's file, the repository's file and defaults.
+    pub fn repo_settings(&self, repo_file: &FileConfig) -> RepoSettings {
+        let layers = [&self.overrides, &self.operator, repo_file];
+        let pick = |get: &dyn Fn(&FileConfig) -> Option<String>| layers.iter().find_map(|layer| get(layer));
+        let mut declared_tools = self.operator.tools.clone();
+        for tool in &repo_file.tools {
+            // The operator's declaration of a name wins over the repository's.
+            if !declared_tools.iter().any(|t| t.name == tool.name) {
+                declared_tools.push(tool.clone());
+            }
+        }
+        let mut prices = repo_file.prices.clone();
+        prices.extend(self.operator.prices.clone());
+        RepoSettings {
+            base: pick(&|f| f.base.clone()),
+            label: pick(&|f| f.label.clone()).unwrap_or_else(|| DEFAULT_LABEL.into()),
+            tasks_file: pick(&|f| f.tasks_file.clone()).unwrap_or_else(|| DEFAULT_TASKS_FILE.into()),
+            instructions: pick(&|f| f.instructions.clone()),
+            protected_paths: layers
+                .iter()
+                .find_map(|layer| layer.protected_paths.clone())
+                .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|s| (*s).to_owned()).collect()),
+            max_turns: layers.iter().find_map(|layer| layer.max_turns).unwrap_or(DEFAULT_MAX_TURNS),
+            declared_tools,
+            prices,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_name_is_github_unless_a_path_exists() {
+        let source = RepoSource::parse("octo/widgets", "https://ghe.example").expect("parses");
+        assert_eq!(
+            source,
+            RepoSource::GitHub {
+                owner: "octo".into(),
+                name: "widgets".into(),
+                clone_url: "https://ghe.example/octo/widgets.git".into()
+            }
+        );
+        assert!(matches!(
+            RepoSource::parse("https://github.com/a/b.git", DEFAULT_GITHUB_SERVER),
+            Ok(RepoSource::GitHub { .. })
+        ));
+        assert!(matches!(RepoSource::parse("git@gitlab.com:a/b.git", DEFAULT_GITHUB_SERVER), Ok(RepoSource::Remote(_))));
+        assert!(RepoSource::parse("not a repo at all", DEFAULT_GITHUB_SERVER).is_err());
+    }
+
+    #[test]
+    fn unknown_keys_in_a_file_are_errors_naming_the_key() {
+        let error = FileConfig::parse("max_turn = 3", ".upkeep.toml").expect_err("typo is refused");
+        assert!(error.to_string().contains("max_turn"), "{error}");
+        let error = FileConfig::parse("max_turns = \"many\"", ".upkeep.toml").expect_err("wrong type is refused");
+        assert!(error.to_string().contains("max_turns"), "{error}");
+    }
+}

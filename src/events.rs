@@ -1,0 +1,217 @@
+//! The run's events: one type per thing that happens, written as JSON Lines.
+//!
+//! With `--json` the events are the only thing on stdout; with `--trace FILE` they are
+//! appended to a file; a trace fed back through `--replay` reproduces the run, because every
+//! model reply is a `model_response` event with its `content`. People read a rendering of the
+//! same events on stderr. Every line passes through the [`Redactor`] before it is written, so a
+//! secret cannot leave the process through an event.
+
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::llm::Usage;
+use crate::secrets::Redactor;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted {
+        repo: String,
+        mode: String,
+        provider: String,
+        model: String,
+        dangerous_tools: bool,
+        sandbox: String,
+    },
+    CycleStarted {
+        base: String,
+    },
+    ModelResponse {
+        content: String,
+        usage: Usage,
+        cost_usd: f64,
+    },
+    Plan {
+        plan: String,
+    },
+    ToolCall {
+        tool: String,
+        arguments: Value,
+    },
+    ToolResult {
+        tool: String,
+        ok: bool,
+        output: String,
+    },
+    ToolRejected {
+        tool: String,
+        reason: String,
+    },
+    PullRequest {
+        url: String,
+        number: Option<u64>,
+        branch: String,
+        title: String,
+    },
+    Question {
+        question: String,
+        issue: Option<u64>,
+    },
+    CycleFinished {
+        outcome: String,
+    },
+    RunFinished {
+        outcome: String,
+        exit_code: u8,
+        cycles: u32,
+        usage: Usage,
+        cost_usd: f64,
+    },
+}
+
+/// Where in the run an event happened.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scope {
+    pub cycle: Option<u32>,
+    pub turn: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    #[serde(flatten)]
+    event: &'a Event,
+    run_id: &'a str,
+    ts: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycle: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn: Option<u32>,
+}
+
+/// How much people see on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Progress lines: plans, tool calls, results in one line each.
+    Normal,
+    /// Nothing but errors and the final summary (tests, scripts).
+    Quiet,
+}
+
+pub struct EventSink {
+    run_id: String,
+    redactor: Redactor,
+    json_stdout: bool,
+    trace: Option<Mutex<std::fs::File>>,
+    verbosity: Verbosity,
+}
+
+impl EventSink {
+    pub fn new(redactor: Redactor, json_stdout: bool, trace: Option<std::fs::File>, verbosity: Verbosity) -> Self {
+        Self {
+            run_id: uuid::Uuid::new_v4().to_string(),
+            redactor,
+            json_stdout,
+            trace: trace.map(Mutex::new),
+            verbosity,
+        }
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    pub fn emit(&self, scope: Scope, event: Event) {
+        let envelope = Envelope {
+            event: &event,
+            run_id: &self.run_id,
+            ts: jiff::Timestamp::now().to_string(),
+            cycle: scope.cycle,
+            turn: scope.turn,
+        };
+        let line = match serde_json::to_string(&envelope) {
+            Ok(line) => self.redactor.redact(&line),
+            Err(error) => {
+                tracing::error!("could not serialise an event: {error}");
+                return;
+            }
+        };
+        if self.json_stdout {
+            let mut stdout = std::io::stdout().lock();
+            // A closed stdout (`upkeep --json | head`) must not end the run.
+            let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+        }
+        if let Some(trace) = &self.trace {
+            if let Ok(mut file) = trace.lock() {
+                if let Err(error) = writeln!(file, "{line}") {
+                    tracing::warn!("could not write to the trace file: {error}");
+                }
+            }
+        }
+        if self.verbosity == Verbosity::Normal {
+            if let Some(text) = render_human(scope, &event) {
+                self.say(&text);
+            }
+        }
+    }
+
+    /// A line for people on stderr, redacted like everything else.
+    pub fn say(&self, text: &str) {
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{}", self.redactor.redact(text));
+    }
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    } else {
+        flat
+    }
+}
+
+fn render_human(scope: Scope, event: &Event) -> Option<String> {
+    let turn = scope.turn.map(|t| format!("[turn {t}] ")).unwrap_or_default();
+    Some(match event {
+        Event::RunStarted { repo, mode, provider, model, dangerous_tools, sandbox } => format!(
+            "upkeep: {repo} ({mode} mode, {provider}/{model}{})",
+            if *dangerous_tools { format!(", dangerous tools ON, sandbox: {sandbox}") } else { String::new() }
+        ),
+        Event::CycleStarted { base } => format!("── cycle {} on {base}", scope.cycle.unwrap_or(1)),
+        Event::ModelResponse { .. } => return None,
+        Event::Plan { plan } => format!("{turn}plan: {}", one_line(plan, 160)),
+        Event::ToolCall { tool, arguments } => {
+            let detail = ["path", "title", "pattern", "command"]
+                .iter()
+                .find_map(|key| arguments.get(*key).and_then(Value::as_str))
+                .map(|value| format!(" {}", one_line(value, 100)))
+                .unwrap_or_default();
+            format!("{turn}→ {tool}{detail}")
+        }
+        Event::ToolResult { tool, ok, output } => {
+            if *ok {
+                return None;
+            }
+            format!("{turn}✗ {tool}: {}", one_line(output, 200))
+        }
+        Event::ToolRejected { tool, reason } => format!("{turn}✗ {tool} rejected: {}", one_line(reason, 200)),
+        Event::PullRequest { url, title, .. } => format!("✓ pull request: {title}\n  {url}"),
+        Event::Question { question, .. } => {
+            let body: String = question.lines().map(|l| format!("│ {l}\n")).collect();
+            format!("┌─ upkeep has a question for a human ─────────────\n{body}└─ answer it, then run upkeep again (exit code 3)")
+        }
+        Event::CycleFinished { outcome } => format!("── cycle {} finished: {outcome}", scope.cycle.unwrap_or(1)),
+        Event::RunFinished { outcome, cycles, usage, cost_usd, exit_code } => format!(
+            "upkeep finished: {outcome} after {cycles} cycle(s); {} input + {} output tokens, ${cost_usd:.4}; exit code {exit_code}",
+            usage.input_tokens, usage.output_tokens
+        ),
+    })
+}

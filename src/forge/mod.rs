@@ -1,0 +1,131 @@
+//! Where bot branches go and pull requests live.
+//!
+//! A [`Forge`] lists the bot's open pull requests and the labelled issues that are tasks,
+//! publishes a committed branch as a pull request (opening or updating it), and posts questions.
+//! `local` keeps pull requests as branch descriptions in a local repository, `none` keeps
+//! everything inside the clone, and [`dry_run::DryRun`] wraps any forge so that reads still
+//! happen but nothing is pushed, opened or posted.
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::workspace::{Workspace, WorkspaceError};
+
+pub mod dry_run;
+pub mod local;
+pub mod none;
+
+/// What `create_pull_request` asks the forge to publish. The branch is already committed in
+/// the workspace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestDraft {
+    pub branch: String,
+    pub base: String,
+    pub title: String,
+    pub body: String,
+    pub issue: Option<u64>,
+}
+
+/// A published (or, in a dry run, previewed) pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PullRequest {
+    pub url: String,
+    pub number: Option<u64>,
+    pub branch: String,
+    pub title: String,
+    /// True when an existing pull request for the branch was updated instead of opening one.
+    pub updated: bool,
+    /// For forges that send nothing anywhere: the title, body and diff that would be sent.
+    #[serde(skip)]
+    pub preview: Option<String>,
+}
+
+/// One of the bot's own open pull requests, shown to the model so it does not redo work.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenPullRequest {
+    pub number: Option<u64>,
+    pub branch: String,
+    pub title: String,
+    pub url: String,
+}
+
+/// A comment on a task issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IssueComment {
+    pub author: String,
+    pub body: String,
+}
+
+/// An open issue carrying the task label.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskIssue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub comments: Vec<IssueComment>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    /// Credentials are missing or were refused: nothing the model can do about it.
+    #[error("{0}")]
+    Auth(String),
+    /// The API refused or failed a request; `message` is the API's own text.
+    #[error("{operation} failed: HTTP {status}: {message}")]
+    Api { operation: String, status: u16, message: String },
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl ForgeError {
+    /// Whether the run must stop. Anything else goes back to the model as the failed call's
+    /// result, so it can adjust (for example ask a human when a push is refused).
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            ForgeError::Auth(_) | ForgeError::Workspace(WorkspaceError::AuthRejected { .. } | WorkspaceError::Interrupted)
+        )
+    }
+}
+
+#[async_trait]
+pub trait Forge: Send + Sync {
+    /// The forge's name as given to `--forge`.
+    fn name(&self) -> &'static str;
+
+    /// The bot's open pull requests against `base`.
+    async fn open_pull_requests(&self, base: &str) -> Result<Vec<OpenPullRequest>, ForgeError>;
+
+    /// Open issues carrying the task label. Forges without issues have none.
+    async fn task_issues(&self) -> Result<Vec<TaskIssue>, ForgeError> {
+        Ok(Vec::new())
+    }
+
+    /// Pushes the committed branch and opens (or updates) its pull request.
+    async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError>;
+
+    /// Posts a question where a human will see it; returns where, when it was posted anywhere.
+    async fn post_question(&self, issue: Option<u64>, question: &str) -> Result<Option<String>, ForgeError>;
+}
+
+/// `Closes #N` and the rest of the body, as every forge writes it.
+pub fn body_with_issue(body: &str, issue: Option<u64>) -> String {
+    match issue {
+        Some(number) if !body.contains(&format!("#{number}")) => format!("{}\n\nCloses #{number}", body.trim_end()),
+        _ => body.to_owned(),
+    }
+}
+
+/// The text shown instead of sending anything: title, body, diff.
+pub fn render_preview(draft: &PullRequestDraft, diff: &str) -> String {
+    format!(
+        "branch: {}\nbase:   {}\ntitle:  {}\n\n{}\n\n{}",
+        draft.branch,
+        draft.base,
+        draft.title,
+        body_with_issue(&draft.body, draft.issue),
+        diff
+    )
+}

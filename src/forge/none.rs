@@ -1,0 +1,37 @@
+//! `--forge none`: commits stay on the bot branch inside the clone; the diff is reported.
+//! For trying upkeep on a repository without giving it anywhere to push.
+
+use async_trait::async_trait;
+
+use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, render_preview};
+use crate::workspace::Workspace;
+
+#[derive(Debug, Default)]
+pub struct NoForge;
+
+#[async_trait]
+impl Forge for NoForge {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    async fn open_pull_requests(&self, _base: &str) -> Result<Vec<OpenPullRequest>, ForgeError> {
+        Ok(Vec::new())
+    }
+
+    async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
+        let diff = workspace.diff_from_base()?;
+        Ok(PullRequest {
+            url: format!("(kept in the clone: --forge none) {}", draft.branch),
+            number: None,
+            branch: draft.branch.clone(),
+            title: draft.title.clone(),
+            updated: false,
+            preview: Some(render_preview(draft, &diff)),
+        })
+    }
+
+    async fn post_question(&self, _issue: Option<u64>, _question: &str) -> Result<Option<String>, ForgeError> {
+        Ok(None)
+    }
+}

@@ -1,0 +1,21 @@
+//! upkeep: an autonomous maintenance bot for git repositories.
+//!
+//! The binary (`src/main.rs`) is a thin shell over this library: it parses the command line,
+//! runs [`orchestrator::run`] and maps the outcome to an exit code. Everything a run does lives
+//! here, so that tests and other front ends can drive it the same way.
+
+pub mod agent;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod demo;
+pub mod events;
+pub mod exit;
+pub mod forge;
+pub mod llm;
+pub mod logging;
+pub mod orchestrator;
+pub mod secrets;
+pub mod signals;
+pub mod tools;
+pub mod workspace;

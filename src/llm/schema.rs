@@ -1,0 +1,518 @@
+//! The reply schema in each provider's dialect, and what to do when a server refuses it.
+//!
+//! `tools::spec::reply_schema` writes one plain JSON schema. No API accepts all of JSON Schema
+//! for structured output, and each refuses a different part of it: OpenAI's strict mode wants
+//! every property required (optional ones made nullable) and closed objects; Anthropic refuses
+//! numeric and length bounds; Gemini accepts a fixed list of keywords. The transforms here keep
+//! what a dialect enforces and turn the bounds it cannot enforce into words in the property's
+//! `description`, so the model still reads them and the tools still validate them on arrival.
+//!
+//! Some servers (older models, OpenAI-compatible local servers) refuse structured output
+//! altogether. [`StructuredOutput`] remembers that for the rest of the run, so the provider
+//! falls back to JSON in plain text (read by the agent's lenient parser) instead of failing
+//! every call.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Map, Value, json};
+
+/// Bounds worth telling the model about when a dialect cannot enforce them.
+const HINTED: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+];
+
+/// Keywords whose values are schemas, keyed by name (`properties`) or listed (`anyOf`).
+const SCHEMA_MAPS: &[&str] = &["properties", "$defs", "definitions"];
+const SCHEMA_LISTS: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
+
+/// What one API accepts.
+struct Dialect {
+    /// Keywords passed through (after their sub-schemas are transformed).
+    keep: &'static [&'static str],
+    /// Every object gets `additionalProperties: false`.
+    close_objects: bool,
+    /// Every property is listed in `required`; the optional ones become nullable.
+    all_required: bool,
+    /// `const` is rewritten as a one-value `enum`.
+    const_as_enum: bool,
+    /// The largest `minItems` kept.
+    max_min_items: Option<u64>,
+    /// The string formats kept; `None` keeps any format the `keep` list allows.
+    formats: Option<&'static [&'static str]>,
+}
+
+/// OpenAI strict mode ("Supported schemas" in the Structured Outputs guide): root object,
+/// `additionalProperties: false` and every property required everywhere; no `allOf`, `not`,
+/// `if`/`then`/`else`, and no string length bounds.
+const OPENAI_STRICT: Dialect = Dialect {
+    keep: &[
+        "type",
+        "description",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "enum",
+        "const",
+        "$defs",
+        "$ref",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    ],
+    close_objects: true,
+    all_required: true,
+    const_as_enum: false,
+    max_min_items: None,
+    formats: None,
+};
+
+/// Anthropic structured outputs: `additionalProperties: false` required on every object; no
+/// numeric bounds, no length bounds, `minItems` only 0 or 1, a fixed list of formats. Regex
+/// `pattern` is only partly supported (no lookaround, backreferences or `\b`), and patterns come
+/// from operators' declared tools, so they travel as hints rather than risk a 400 on every call.
+const ANTHROPIC: Dialect = Dialect {
+    keep: &[
+        "type",
+        "description",
+        "title",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "allOf",
+        "enum",
+        "const",
+        "default",
+        "$defs",
+        "$ref",
+        "definitions",
+        "format",
+        "minItems",
+    ],
+    close_objects: true,
+    all_required: false,
+    const_as_enum: false,
+    max_min_items: Some(1),
+    formats: Some(&[
+        "date-time",
+        "time",
+        "date",
+        "duration",
+        "email",
+        "hostname",
+        "uri",
+        "ipv4",
+        "ipv6",
+        "uuid",
+    ]),
+};
+
+/// Gemini `responseJsonSchema`: the API documents the exact list of keywords it supports.
+const GEMINI: Dialect = Dialect {
+    keep: &[
+        "$id",
+        "$defs",
+        "$ref",
+        "$anchor",
+        "type",
+        "format",
+        "title",
+        "description",
+        "enum",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "oneOf",
+        "properties",
+        "additionalProperties",
+        "required",
+        "propertyOrdering",
+    ],
+    close_objects: false,
+    all_required: false,
+    const_as_enum: true,
+    max_min_items: None,
+    formats: None,
+};
+
+/// Ollama's `format` is compiled into a sampling grammar; types, enums, `anyOf` and required
+/// properties are what that grammar reliably supports, so bounds travel as hints.
+const OLLAMA: Dialect = Dialect {
+    keep: &[
+        "type",
+        "description",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "enum",
+        "const",
+    ],
+    close_objects: true,
+    all_required: false,
+    const_as_enum: false,
+    max_min_items: None,
+    formats: None,
+};
+
+/// The schema for OpenAI's `response_format` with `strict: true`.
+pub fn openai_strict(schema: &Value) -> Value {
+    transform(schema, &OPENAI_STRICT)
+}
+
+/// The schema for Anthropic's `output_config.format`.
+pub fn anthropic(schema: &Value) -> Value {
+    transform(schema, &ANTHROPIC)
+}
+
+/// The schema for Gemini's `generationConfig.responseJsonSchema`.
+pub fn gemini(schema: &Value) -> Value {
+    transform(schema, &GEMINI)
+}
+
+/// The schema for Ollama's `format`.
+pub fn ollama(schema: &Value) -> Value {
+    transform(schema, &OLLAMA)
+}
+
+fn transform(node: &Value, dialect: &Dialect) -> Value {
+    let Some(object) = node.as_object() else {
+        // `true`/`false` schemas and anything stranger pass through untouched.
+        return node.clone();
+    };
+    let mut out = Map::new();
+    let mut hints = Vec::new();
+    for (key, value) in object {
+        let key = key.as_str();
+        let kept = dialect.keep.contains(&key);
+        match key {
+            _ if SCHEMA_MAPS.contains(&key) && kept => {
+                let map = value.as_object().map(|entries| {
+                    entries
+                        .iter()
+                        .map(|(name, schema)| (name.clone(), transform(schema, dialect)))
+                        .collect::<Map<_, _>>()
+                });
+                out.insert(
+                    key.to_owned(),
+                    map.map_or_else(|| value.clone(), Value::Object),
+                );
+            }
+            _ if SCHEMA_LISTS.contains(&key) && kept => {
+                out.insert(key.to_owned(), transform_list(value, dialect));
+            }
+            "items" if kept => {
+                let items = match value {
+                    Value::Array(_) => transform_list(value, dialect),
+                    other => transform(other, dialect),
+                };
+                out.insert(key.to_owned(), items);
+            }
+            "additionalProperties" if kept && !dialect.close_objects => {
+                out.insert(key.to_owned(), transform(value, dialect));
+            }
+            // Set below for every object.
+            "additionalProperties" if dialect.close_objects => {}
+            "const" if dialect.const_as_enum && !out.contains_key("enum") => {
+                out.insert("enum".to_owned(), json!([value]));
+            }
+            "minItems" if kept => match dialect.max_min_items {
+                Some(max) if value.as_u64().is_none_or(|n| n > max) => {
+                    hints.push(format!("{key}: {value}"));
+                }
+                _ => {
+                    out.insert(key.to_owned(), value.clone());
+                }
+            },
+            "format" if kept => match dialect.formats {
+                Some(allowed) if !value.as_str().is_some_and(|f| allowed.contains(&f)) => {
+                    hints.push(format!("{key}: {value}"));
+                }
+                _ => {
+                    out.insert(key.to_owned(), value.clone());
+                }
+            },
+            _ if kept => {
+                out.insert(key.to_owned(), value.clone());
+            }
+            _ if HINTED.contains(&key) => hints.push(format!("{key}: {value}")),
+            // Annotations (`default`, `examples`, `$schema`, ...) the dialect refuses.
+            _ => {}
+        }
+    }
+    if !hints.is_empty() {
+        let described = match out.get("description").and_then(Value::as_str) {
+            Some(text) if !text.is_empty() => format!("{text} ({})", hints.join(", ")),
+            _ => format!("({})", hints.join(", ")),
+        };
+        out.insert("description".to_owned(), Value::String(described));
+    }
+    let is_object =
+        out.get("type").and_then(Value::as_str) == Some("object") || out.contains_key("properties");
+    if is_object {
+        if dialect.close_objects {
+            out.insert("additionalProperties".to_owned(), Value::Bool(false));
+        }
+        if dialect.all_required {
+            require_all(&mut out);
+        }
+    }
+    Value::Object(out)
+}
+
+fn transform_list(value: &Value, dialect: &Dialect) -> Value {
+    match value.as_array() {
+        Some(items) => Value::Array(items.iter().map(|item| transform(item, dialect)).collect()),
+        None => value.clone(),
+    }
+}
+
+/// Lists every property in `required` and lets the ones that were optional be `null`, which is
+/// how OpenAI's strict mode expresses "may be left out".
+fn require_all(object: &mut Map<String, Value>) {
+    let was_required: Vec<String> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) else {
+        object.insert("properties".to_owned(), json!({}));
+        object.insert("required".to_owned(), json!([]));
+        return;
+    };
+    let mut names = Vec::with_capacity(properties.len());
+    for (name, schema) in properties.iter_mut() {
+        if !was_required.contains(name) {
+            *schema = nullable(std::mem::take(schema));
+        }
+        names.push(Value::String(name.clone()));
+    }
+    object.insert("required".to_owned(), Value::Array(names));
+}
+
+fn nullable(schema: Value) -> Value {
+    let Value::Object(mut object) = schema else {
+        return json!({"anyOf": [schema, {"type": "null"}]});
+    };
+    if object.contains_key("$ref") {
+        return json!({"anyOf": [Value::Object(object), {"type": "null"}]});
+    }
+    let mut changed = false;
+    if let Some(Value::Array(values)) = object.get_mut("enum") {
+        // An enum lists every allowed value, so null must be one of them.
+        if !values.contains(&Value::Null) {
+            values.push(Value::Null);
+        }
+        changed = true;
+    }
+    match object.get_mut("type") {
+        Some(Value::String(single)) if single != "null" => {
+            let single = std::mem::take(single);
+            object.insert("type".to_owned(), json!([single, "null"]));
+            changed = true;
+        }
+        Some(Value::Array(types)) => {
+            if !types.iter().any(|t| t == "null") {
+                types.push(json!("null"));
+            }
+            changed = true;
+        }
+        Some(_) => changed = true,
+        None => {}
+    }
+    if !changed {
+        if let Some(Value::Array(branches)) = object.get_mut("anyOf") {
+            branches.push(json!({"type": "null"}));
+            changed = true;
+        }
+    }
+    if changed {
+        Value::Object(object)
+    } else {
+        json!({"anyOf": [Value::Object(object), {"type": "null"}]})
+    }
+}
+
+/// Whether a provider still sends its schema. Starts on; turned off for the rest of the run the
+/// first time the server refuses structured output.
+#[derive(Debug)]
+pub struct StructuredOutput {
+    enabled: AtomicBool,
+}
+
+impl Default for StructuredOutput {
+    fn default() -> Self {
+        Self {
+            enabled: AtomicBool::new(true),
+        }
+    }
+}
+
+impl StructuredOutput {
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// Whether an HTTP error is the server refusing the schema: a 400 whose message mentions
+    /// one of `markers` (lowercase). Other 400s are real request errors and are not retried.
+    pub fn is_refusal(&self, status: u16, message: &str, markers: &[&str]) -> bool {
+        if status != 400 || !self.enabled() {
+            return false;
+        }
+        let message = message.to_lowercase();
+        markers.iter().any(|marker| message.contains(marker))
+    }
+
+    /// Turns structured output off; says so once, however many calls race here.
+    pub fn disable(&self, provider: &'static str, reason: &str) {
+        if self.enabled.swap(false, Ordering::Relaxed) {
+            tracing::warn!(
+                provider,
+                reason,
+                "the server refused structured output; asking for JSON in plain text for the rest of the run"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "plan": {"type": "string"},
+                "tool_calls": {"type": "array", "items": {"anyOf": [{
+                    "type": "object",
+                    "properties": {
+                        "tool_name": {"type": "string", "enum": ["search_files"]},
+                        "arguments": {
+                            "type": "object",
+                            "properties": {
+                                "pattern": {"type": "string", "maxLength": 200, "description": "regex"},
+                                "path": {"type": "string"},
+                                "issue": {"type": "integer", "minimum": 1},
+                                "mode": {"type": "string", "enum": ["a", "b"]}
+                            },
+                            "required": ["pattern"]
+                        }
+                    },
+                    "required": ["tool_name", "arguments"]
+                }]}}
+            },
+            "required": ["plan", "tool_calls"]
+        })
+    }
+
+    fn arguments(schema: &Value) -> &Value {
+        &schema["properties"]["tool_calls"]["items"]["anyOf"][0]["properties"]["arguments"]
+    }
+
+    #[test]
+    fn openai_strict_requires_everything_and_makes_optional_nullable() {
+        let strict = openai_strict(&tool_schema());
+        let args = arguments(&strict);
+        assert_eq!(args["additionalProperties"], false);
+        let mut required: Vec<&str> = args["required"]
+            .as_array()
+            .expect("required")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        required.sort_unstable();
+        assert_eq!(required, ["issue", "mode", "path", "pattern"]);
+        assert_eq!(args["properties"]["pattern"]["type"], "string");
+        assert_eq!(
+            args["properties"]["path"]["type"],
+            json!(["string", "null"])
+        );
+        assert_eq!(
+            args["properties"]["issue"]["type"],
+            json!(["integer", "null"])
+        );
+        assert_eq!(args["properties"]["issue"]["minimum"], 1);
+        assert_eq!(args["properties"]["mode"]["enum"], json!(["a", "b", null]));
+        // Not supported in strict mode: moved into the description.
+        assert!(args["properties"]["pattern"].get("maxLength").is_none());
+        assert_eq!(
+            args["properties"]["pattern"]["description"],
+            "regex (maxLength: 200)"
+        );
+        assert_eq!(strict["additionalProperties"], false);
+    }
+
+    #[test]
+    fn anthropic_drops_bounds_and_closes_objects() {
+        let schema = anthropic(&tool_schema());
+        let args = arguments(&schema);
+        assert_eq!(args["additionalProperties"], false);
+        assert_eq!(args["required"], json!(["pattern"]));
+        assert!(args["properties"]["issue"].get("minimum").is_none());
+        assert_eq!(args["properties"]["issue"]["description"], "(minimum: 1)");
+        assert_eq!(args["properties"]["path"]["type"], "string");
+    }
+
+    #[test]
+    fn gemini_keeps_only_documented_keywords() {
+        let schema = gemini(&json!({
+            "type": "object",
+            "properties": {"a": {"const": "x", "pattern": "^x$", "default": "x"}},
+            "additionalProperties": false
+        }));
+        assert_eq!(
+            schema["properties"]["a"],
+            json!({"enum": ["x"], "description": "(pattern: \"^x$\")"})
+        );
+        assert_eq!(schema["additionalProperties"], false);
+    }
+
+    #[test]
+    fn refusal_needs_a_400_mentioning_the_schema() {
+        let state = StructuredOutput::default();
+        assert!(state.is_refusal(
+            400,
+            "response_format json_schema is not supported",
+            &["json_schema"]
+        ));
+        assert!(!state.is_refusal(401, "json_schema", &["json_schema"]));
+        assert!(!state.is_refusal(400, "max_tokens too large", &["json_schema"]));
+        state.disable("openai", "test");
+        assert!(!state.enabled());
+        assert!(!state.is_refusal(400, "json_schema", &["json_schema"]));
+    }
+}

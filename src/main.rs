@@ -1,0 +1,45 @@
+//! The `upkeep` binary: parse the command line, set up logging and signals, run, and turn the
+//! outcome into an exit code. Everything else lives in the library.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+use upkeep::cli::{Cli, Command};
+use upkeep::exit::ExitStatus;
+
+fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // The sandbox trampoline re-executes this binary; it must not parse flags or start a runtime.
+    if args.get(1).is_some_and(|arg| arg == upkeep::tools::sandbox::SUBCOMMAND) {
+        return upkeep::tools::sandbox::sandbox_exec_main(&args[2..]);
+    }
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            // --help and --version print and succeed; real usage errors exit 2.
+            let _ = error.print();
+            return if error.use_stderr() { ExitStatus::Usage.into() } else { ExitCode::SUCCESS };
+        }
+    };
+    upkeep::logging::init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("upkeep: cannot start the async runtime: {error}");
+            return ExitStatus::Failure.into();
+        }
+    };
+    let cancel = CancellationToken::new();
+    let status = runtime.block_on(async {
+        upkeep::signals::cancel_on_signal(cancel.clone());
+        match cli.command {
+            Command::Run(args) => upkeep::commands::run(&args, cancel).await,
+            Command::Demo(args) => upkeep::demo::run(&args, cancel).await,
+            Command::Tools(args) => upkeep::commands::tools(&args),
+        }
+    });
+    // Blocking git work that was abandoned on interrupt must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    status.into()
+}

@@ -1,0 +1,34 @@
+//! `ask_question`: stop and show a question to a human. Ends the cycle (and, in continuous
+//! mode, the run) with exit code 3; the forge posts it where the human will see it.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::spec::object_schema;
+use super::{CycleEnd, Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+
+pub struct AskQuestion;
+
+#[async_trait]
+impl Tool for AskQuestion {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "ask_question",
+            ToolClass::Safe,
+            "Stop and ask a human a question when the task is ambiguous or needs a decision you should not make alone. Ends the cycle.",
+            object_schema(&[
+                ("question_text", "string", "the question, with the context a human needs to answer it", true),
+                ("issue", "integer", "number of the issue the question is about, if any", false),
+            ]),
+        )
+    }
+
+    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+        let question = args::required_str(arguments, "question_text")?.trim();
+        if question.is_empty() {
+            return Err(ToolError::model("question_text is empty"));
+        }
+        let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
+        Ok(ToolOutput::EndCycle(CycleEnd::Question { question: ctx.redactor.redact(question), issue }))
+    }
+}

@@ -1,0 +1,53 @@
+//! `edit_file`: replace one exact, unique occurrence of a text. Refusing ambiguous or missing
+//! matches (instead of guessing) keeps edits precise and tells the model what to fix.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::path::Access;
+use super::spec::object_schema;
+use super::write_file::write_resolved;
+use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+
+pub struct EditFile;
+
+#[async_trait]
+impl Tool for EditFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "edit_file",
+            ToolClass::Safe,
+            "Replace one exact occurrence of old_text with new_text in a file. old_text must appear exactly once; include surrounding lines to make it unique.",
+            object_schema(&[
+                ("path", "string", "file path relative to the repository root", true),
+                ("old_text", "string", "the exact text to replace (must occur exactly once)", true),
+                ("new_text", "string", "the replacement text", true),
+            ]),
+        )
+    }
+
+    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+        let requested = args::required_str(arguments, "path")?;
+        let old_text = args::required_str(arguments, "old_text")?;
+        let new_text = args::required_str(arguments, "new_text")?;
+        if old_text.is_empty() {
+            return Err(ToolError::model("old_text is empty; to create a file use write_file"));
+        }
+        let path = ctx.paths.resolve(requested, Access::Write)?;
+        let current = std::fs::read_to_string(&path)
+            .map_err(|error| ToolError::model(format!("cannot read {requested:?}: {error}")))?;
+        match current.matches(old_text).count() {
+            0 => Err(ToolError::model(format!(
+                "old_text was not found in {requested:?}; read the file again and copy the text exactly, whitespace included"
+            ))),
+            1 => {
+                let updated = current.replacen(old_text, new_text, 1);
+                write_resolved(&path, requested, &updated)?;
+                Ok(ToolOutput::Text(format!("edited {}", ctx.paths.display(&path))))
+            }
+            n => Err(ToolError::model(format!(
+                "old_text occurs {n} times in {requested:?}; include more surrounding lines so it occurs exactly once"
+            ))),
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The tools the model can call, dispatched by name.
+//!
+//! Each tool lives in its own file and implements [`Tool`]. A tool's failure is split by
+//! audience, as the contract's "error-as-content" rule needs: [`ToolError::RespondToModel`]
+//! goes back to the model as the call's result and the cycle goes on, while
+//! [`ToolError::Fatal`] ends the run (a rejected token, a broken repository). Tools that end
+//! the cycle (`finish`, `ask_question`) say so through [`ToolOutput::EndCycle`] rather than by
+//! side effect, so the agent loop stays the one place that decides when a cycle is over.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::forge::{Forge, PullRequest};
+use crate::workspace::Workspace;
+
+pub mod args;
+pub mod ask_question;
+pub mod create_pull_request;
+pub mod edit_file;
+pub mod exec;
+pub mod finish;
+pub mod list_files;
+pub mod path;
+pub mod read_file;
+pub mod registry;
+pub mod run_shell_command;
+pub mod sandbox;
+pub mod search_files;
+pub mod shell_guard;
+pub mod spec;
+pub mod write_file;
+
+pub use registry::{Lookup, ToolRegistry, ToolSelection};
+pub use spec::{ToolClass, ToolSpec};
+
+/// How `finish` says the cycle ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishStatus {
+    Completed,
+    NoTasks,
+}
+
+/// A tool call that ends the cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CycleEnd {
+    Finish { status: FinishStatus, summary: String },
+    Question { question: String, issue: Option<u64> },
+}
+
+#[derive(Debug)]
+pub enum ToolOutput {
+    /// A result for the model; the batch goes on.
+    Text(String),
+    /// A pull request was opened or updated; the batch goes on.
+    PullRequest(PullRequest),
+    /// The cycle is over; the rest of the batch is skipped.
+    EndCycle(CycleEnd),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// Goes back to the model as the call's (failed) result.
+    #[error("{0}")]
+    RespondToModel(String),
+    /// Ends the run: retrying cannot help and the model cannot fix it.
+    #[error(transparent)]
+    Fatal(#[from] anyhow::Error),
+}
+
+impl ToolError {
+    pub fn model(message: impl Into<String>) -> Self {
+        ToolError::RespondToModel(message.into())
+    }
+}
+
+/// Settings for tools that run programs.
+#[derive(Debug, Clone)]
+pub struct CommandSettings {
+    pub timeout: std::time::Duration,
+    /// Names of variables passed from upkeep's environment (`--env`).
+    pub pass_env: Vec<String>,
+    /// Bytes of output returned to the model.
+    pub output_cap: usize,
+    pub require_sandbox: bool,
+}
+
+/// What a tool may touch while it runs.
+pub struct ToolContext<'a> {
+    pub workspace: &'a Workspace,
+    pub paths: &'a path::PathPolicy,
+    pub forge: &'a dyn Forge,
+    pub commands: &'a CommandSettings,
+    pub redactor: &'a crate::secrets::Redactor,
+    pub cancel: &'a CancellationToken,
+    pub identity: &'a crate::workspace::Identity,
+    /// The issue the run was started for, used when a call gives no `issue` argument.
+    pub default_issue: Option<u64>,
+    /// Pull requests opened or updated earlier in this cycle, so a second
+    /// `create_pull_request` updates the same branch instead of opening another.
+    pub cycle_branch: Option<&'a str>,
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError>;
+}

@@ -1,0 +1,86 @@
+//! Which tools the model is offered, and dispatch by name.
+//!
+//! Safe mode is the default: dangerous tools are not in [`ToolRegistry::specs`], so they are
+//! absent from the prompt and from every schema sent to a provider. A call to one anyway is
+//! [`Lookup::Rejected`] (never executed); a name nobody knows is [`Lookup::Unknown`].
+
+use super::{Tool, ToolClass, ToolSpec};
+
+/// What the operator enabled.
+#[derive(Debug, Clone, Default)]
+pub struct ToolSelection {
+    /// `--allow-dangerous-tools`: run_shell_command and every declared command tool.
+    pub dangerous: bool,
+}
+
+pub enum Lookup<'a> {
+    Found(&'a dyn Tool),
+    Rejected(String),
+    Unknown(String),
+}
+
+pub struct ToolRegistry {
+    enabled: Vec<(ToolSpec, Box<dyn Tool>)>,
+    /// Known tools that are not enabled, with the reason a call to one is rejected.
+    withheld: Vec<(String, String)>,
+}
+
+/// Every built-in tool, in the order the model sees them.
+fn builtins() -> Vec<Box<dyn Tool>> {
+    vec![
+        Box::new(super::read_file::ReadFile),
+        Box::new(super::list_files::ListFiles),
+        Box::new(super::search_files::SearchFiles),
+        Box::new(super::write_file::WriteFile),
+        Box::new(super::edit_file::EditFile),
+        Box::new(super::create_pull_request::CreatePullRequest),
+        Box::new(super::ask_question::AskQuestion),
+        Box::new(super::finish::Finish),
+        Box::new(super::run_shell_command::RunShellCommand),
+    ]
+}
+
+impl ToolRegistry {
+    /// The built-in tools, plus `extra` tools (declared command tools) that the operator allowed.
+    pub fn new(selection: &ToolSelection, extra: Vec<(Box<dyn Tool>, bool)>) -> Self {
+        let mut registry = Self { enabled: Vec::new(), withheld: Vec::new() };
+        for tool in builtins() {
+            let spec = tool.spec();
+            if spec.class == ToolClass::Safe || selection.dangerous {
+                registry.enabled.push((spec, tool));
+            } else {
+                registry.withheld.push((
+                    spec.name,
+                    "dangerous tools are disabled; upkeep runs in safe mode unless started with --allow-dangerous-tools".into(),
+                ));
+            }
+        }
+        for (tool, allowed) in extra {
+            let spec = tool.spec();
+            if allowed || selection.dangerous {
+                registry.enabled.push((spec, tool));
+            } else {
+                registry.withheld.push((
+                    spec.name.clone(),
+                    format!("the declared tool `{}` is not enabled; the operator enables it with --allow-tool {}", spec.name, spec.name),
+                ));
+            }
+        }
+        registry
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.enabled.iter().map(|(spec, _)| spec.clone()).collect()
+    }
+
+    pub fn lookup(&self, name: &str) -> Lookup<'_> {
+        if let Some((_, tool)) = self.enabled.iter().find(|(spec, _)| spec.name == name) {
+            return Lookup::Found(tool.as_ref());
+        }
+        if let Some((_, reason)) = self.withheld.iter().find(|(withheld, _)| withheld == name) {
+            return Lookup::Rejected(reason.clone());
+        }
+        let known: Vec<&str> = self.enabled.iter().map(|(spec, _)| spec.name.as_str()).collect();
+        Lookup::Unknown(format!("unknown tool `{name}`; the available tools are: {}", known.join(", ")))
+    }
+}

@@ -1,0 +1,3 @@
+mod core;
+mod git_http_server;
+pub mod support;

@@ -1,0 +1,219 @@
+//! Shared test setup: git repositories made with the git CLI, scripted model replies, and the
+//! `upkeep` binary run with an isolated environment.
+
+#![allow(dead_code)]
+
+pub mod git_http;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+/// Runs git with no user or system configuration, so the machine's settings never leak in.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim_end().to_owned()
+}
+
+/// A real repository on disk with a `main` branch.
+pub struct TestRepo {
+    dir: tempfile::TempDir,
+}
+
+impl TestRepo {
+    /// A repository whose first commit holds `files`.
+    pub fn with_files(files: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        git(dir.path(), &["init", "-q", "-b", "main"]);
+        let repo = Self { dir };
+        for (path, content) in files {
+            repo.write(path, content);
+        }
+        repo.commit("Initial commit");
+        repo
+    }
+
+    pub fn new() -> Self {
+        Self::with_files(&[("README.md", "# Sample\n\nHello.\n"), ("src/lib.rs", "pub fn one() -> u32 { 1 }\n")])
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, path: &str, content: &str) {
+        let full = self.path().join(path);
+        std::fs::create_dir_all(full.parent().expect("has parent")).expect("mkdir");
+        std::fs::write(full, content).expect("write");
+    }
+
+    pub fn commit(&self, message: &str) {
+        git(self.path(), &["add", "-A"]);
+        git(self.path(), &["commit", "-q", "-m", message]);
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        git(self.path(), args)
+    }
+
+    /// Local branch names under `upkeep/`.
+    pub fn bot_branches(&self) -> Vec<String> {
+        let out = self.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/upkeep/"]);
+        out.lines().map(str::to_owned).filter(|l| !l.is_empty()).collect()
+    }
+
+    pub fn description(&self, branch: &str) -> String {
+        self.git(&["config", "--get", &format!("branch.{branch}.description")])
+    }
+
+    /// Every ref and its target: compare before and after to prove nothing changed.
+    pub fn refs(&self) -> String {
+        self.git(&["for-each-ref", "--format=%(refname) %(objectname)"])
+    }
+}
+
+/// One scripted model reply: `{plan, tool_calls}` from (tool, arguments) pairs.
+pub fn reply(plan: &str, calls: &[(&str, Value)]) -> String {
+    let calls: Vec<Value> = calls.iter().map(|(tool, args)| json!({"tool_name": tool, "arguments": args})).collect();
+    json!({"plan": plan, "tool_calls": calls}).to_string()
+}
+
+/// A replay file holding the given raw replies, one per line.
+pub struct Script {
+    dir: tempfile::TempDir,
+}
+
+impl Script {
+    pub fn new(replies: &[String]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lines: Vec<String> = replies.iter().map(|content| json!({"content": content}).to_string()).collect();
+        std::fs::write(dir.path().join("script.jsonl"), lines.join("\n") + "\n").expect("write script");
+        Self { dir }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("script.jsonl")
+    }
+}
+
+/// The `finish` reply most scripts end with.
+pub fn finish(status: &str) -> String {
+    reply("done", &[("finish", json!({"status": status, "summary": "done"}))])
+}
+
+/// `upkeep` with an environment of its own: no UPKEEP_* or credential variables from the
+/// machine, a private HOME and TMPDIR (so leftover temporary directories can be counted).
+pub struct Upkeep {
+    pub tmp: tempfile::TempDir,
+    command: assert_cmd::Command,
+}
+
+impl Upkeep {
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut command = assert_cmd::Command::cargo_bin("upkeep").expect("binary is built");
+        command.env_clear();
+        for name in ["PATH", "LANG", "USER"] {
+            if let Ok(value) = std::env::var(name) {
+                command.env(name, value);
+            }
+        }
+        let home = tmp.path().join("home");
+        let temp = tmp.path().join("tmp");
+        std::fs::create_dir_all(&home).expect("mkdir");
+        std::fs::create_dir_all(&temp).expect("mkdir");
+        command.env("HOME", &home).env("TMPDIR", &temp).env("GIT_CONFIG_NOSYSTEM", "1");
+        Self { tmp, command }
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        self.command.args(args);
+        self
+    }
+
+    pub fn env(mut self, name: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.command.env(name, value);
+        self
+    }
+
+    /// The temporary directory upkeep sees as TMPDIR.
+    pub fn temp_dir(&self) -> PathBuf {
+        self.tmp.path().join("tmp")
+    }
+
+    pub fn run(mut self) -> RunOutput {
+        let output = self.command.output().expect("upkeep runs");
+        let leftovers = std::fs::read_dir(self.temp_dir()).map(|d| d.count()).unwrap_or(0);
+        RunOutput {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            leftover_temp_entries: leftovers,
+        }
+    }
+
+    pub fn command(&mut self) -> &mut assert_cmd::Command {
+        &mut self.command
+    }
+}
+
+#[derive(Debug)]
+pub struct RunOutput {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub leftover_temp_entries: usize,
+}
+
+impl RunOutput {
+    /// The JSON Lines events on stdout (`--json`). Every line must be JSON.
+    pub fn events(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}")))
+            .collect()
+    }
+
+    pub fn events_of(&self, kind: &str) -> Vec<Value> {
+        self.events().into_iter().filter(|event| event["type"] == kind).collect()
+    }
+
+    #[track_caller]
+    pub fn assert_code(&self, expected: i32) -> &Self {
+        assert_eq!(self.code, Some(expected), "exit code\n--- stderr:\n{}\n--- stdout:\n{}", self.stderr, self.stdout);
+        self
+    }
+}
+
+/// `upkeep run` on a local repository with a replay script, JSON events on stdout.
+pub fn run_local(repo: &TestRepo, script: &Script, extra: &[&str]) -> RunOutput {
+    Upkeep::new()
+        .args(["run", "--repo"])
+        .args([repo.path()])
+        .args(["--replay"])
+        .args([script.path()])
+        .args(["--json"])
+        .args(extra)
+        .run()
+}
