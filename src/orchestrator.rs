@@ -107,7 +107,11 @@ pub fn event_sink(config: &Config) -> Result<EventSink, ConfigError> {
         ),
         None => None,
     };
-    let verbosity = if config.quiet { Verbosity::Quiet } else { Verbosity::Normal };
+    let verbosity = if config.quiet {
+        Verbosity::Quiet
+    } else {
+        Verbosity::Normal
+    };
     Ok(EventSink::new(redactor_for(config), config.json, trace, verbosity))
 }
 
@@ -116,11 +120,17 @@ fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
         (ForgeKind::Local, RepoSource::Local(path)) => Box::new(LocalForge::new(path.clone())),
         (ForgeKind::None, _) => Box::new(NoForge),
         (ForgeKind::Github, RepoSource::GitHub { .. }) => {
-            return Err(ConfigError("the github forge is not available yet; use --forge none or --dry-run".into()));
+            return Err(ConfigError(
+                "the github forge is not available yet; use --forge none or --dry-run".into(),
+            ));
         }
         (kind, _) => return Err(ConfigError::key("--forge", format!("{kind:?} does not fit --repo"))),
     };
-    Ok(if config.dry_run { Box::new(DryRun::new(forge)) } else { forge })
+    Ok(if config.dry_run {
+        Box::new(DryRun::new(forge))
+    } else {
+        forge
+    })
 }
 
 /// Runs upkeep as configured and returns the exit status. Never panics on bad input; every
@@ -133,7 +143,13 @@ pub async fn run(config: Config, cancel: CancellationToken) -> ExitStatus {
             return ExitStatus::Usage;
         }
     };
-    let mut runner = Runner { config: &config, events: &events, cancel: &cancel, cycles: 0, budget: None };
+    let mut runner = Runner {
+        config: &config,
+        events: &events,
+        cancel: &cancel,
+        cycles: 0,
+        budget: None,
+    };
     let result = runner.run().await;
     let (status, outcome) = match &result {
         Ok(end) => (end.exit(), end.as_str()),
@@ -142,7 +158,8 @@ pub async fn run(config: Config, cancel: CancellationToken) -> ExitStatus {
             (ExitStatus::Usage, "usage_error")
         }
         Err(RunError::Interrupted) => {
-            events.say("upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt");
+            events
+                .say("upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt");
             (ExitStatus::Interrupted, "interrupted")
         }
         Err(RunError::Failure(error)) => {
@@ -150,10 +167,20 @@ pub async fn run(config: Config, cancel: CancellationToken) -> ExitStatus {
             (ExitStatus::Failure, "error")
         }
     };
-    let (usage, cost_usd) = runner.budget.as_ref().map(|b| (b.usage, b.cost_usd)).unwrap_or_default();
+    let (usage, cost_usd) = runner
+        .budget
+        .as_ref()
+        .map(|b| (b.usage, b.cost_usd))
+        .unwrap_or_default();
     events.emit(
         Scope::default(),
-        Event::RunFinished { outcome: outcome.into(), exit_code: status.code(), cycles: runner.cycles, usage, cost_usd },
+        Event::RunFinished {
+            outcome: outcome.into(),
+            exit_code: status.code(),
+            cycles: runner.cycles,
+            usage,
+            cost_usd,
+        },
     );
     status
 }
@@ -208,14 +235,20 @@ impl Runner<'_> {
                 Err(_) => "error",
             };
             self.events.emit(
-                Scope { cycle: Some(cycle), turn: None },
-                Event::CycleFinished { outcome: outcome.into() },
+                Scope {
+                    cycle: Some(cycle),
+                    turn: None,
+                },
+                Event::CycleFinished {
+                    outcome: outcome.into(),
+                },
             );
             let end = end?;
             match (config.mode, end) {
                 (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) if cycle < config.max_cycles => continue,
                 (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) => {
-                    self.events.say(&format!("upkeep: --max-cycles {} reached", config.max_cycles));
+                    self.events
+                        .say(&format!("upkeep: --max-cycles {} reached", config.max_cycles));
                     return Ok(RunEnd::MaxCycles);
                 }
                 (_, end) => return Ok(end),
@@ -230,7 +263,9 @@ impl Runner<'_> {
             is_local: matches!(config.source, RepoSource::Local(_)),
             base,
             depth: config.depth,
-            auth: GitAuth { token: config.github.token.clone() },
+            auth: GitAuth {
+                token: config.github.token.clone(),
+            },
         };
         let cancel = self.cancel.clone();
         tokio::select! {
@@ -267,7 +302,11 @@ impl Runner<'_> {
                 Err(error) => return Err(RunError::Failure(error.into())),
             },
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => FileConfig::default(),
-            Err(error) => return Err(RunError::Failure(anyhow::anyhow!("reading {REPO_CONFIG_FILE}: {error}"))),
+            Err(error) => {
+                return Err(RunError::Failure(anyhow::anyhow!(
+                    "reading {REPO_CONFIG_FILE}: {error}"
+                )));
+            }
         };
         Ok(self.config.repo_settings(&file))
     }
@@ -276,11 +315,22 @@ impl Runner<'_> {
         let config = self.config;
         let (workspace, settings) = self.prepare(cycle).await?;
         let base = workspace.base_branch().to_owned();
-        self.events.emit(Scope { cycle: Some(cycle), turn: None }, Event::CycleStarted { base: base.clone() });
+        self.events.emit(
+            Scope {
+                cycle: Some(cycle),
+                turn: None,
+            },
+            Event::CycleStarted { base: base.clone() },
+        );
 
         let paths = PathPolicy::new(workspace.root(), &settings.protected_paths)
             .map_err(|error| ConfigError::key("protected_paths", error))?;
-        let registry = ToolRegistry::new(&ToolSelection { dangerous: config.dangerous_tools }, Vec::new());
+        let registry = ToolRegistry::new(
+            &ToolSelection {
+                dangerous: config.dangerous_tools,
+            },
+            Vec::new(),
+        );
         let specs = registry.specs();
         let schema = reply_schema(&specs);
         let system = SystemPrompt {
@@ -291,9 +341,15 @@ impl Runner<'_> {
         }
         .render();
 
-        let open_pull_requests = forge.open_pull_requests(&base).await.map_err(|e| RunError::Failure(e.into()))?;
+        let open_pull_requests = forge
+            .open_pull_requests(&base)
+            .await
+            .map_err(|e| RunError::Failure(e.into()))?;
         let issues = if config.task.is_none() {
-            forge.task_issues().await.map_err(|e| RunError::Failure(e.into()))?
+            forge
+                .task_issues(&settings.label)
+                .await
+                .map_err(|e| RunError::Failure(e.into()))?
         } else {
             Vec::new()
         };
@@ -314,7 +370,9 @@ impl Runner<'_> {
         let task = match &config.task {
             Some(task) => TaskSource::Given(task),
             None => TaskSource::Backlog {
-                tasks_file: tasks_file.as_deref().map(|content| (settings.tasks_file.as_str(), content)),
+                tasks_file: tasks_file
+                    .as_deref()
+                    .map(|content| (settings.tasks_file.as_str(), content)),
                 issues: &issues,
             },
         };
@@ -330,7 +388,10 @@ impl Runner<'_> {
         let budget = self.budget.get_or_insert_with(|| Budget::new(config.budgets, None));
         let price = pricing::price_for(provider.model(), &settings.prices);
         if price.is_none() && config.budgets.max_cost.is_some() && provider.name() != "replay" {
-            tracing::warn!("no price known for model {}; --max-cost counts it as free (add [prices] to --config)", provider.model());
+            tracing::warn!(
+                "no price known for model {}; --max-cost counts it as free (add [prices] to --config)",
+                provider.model()
+            );
         }
         budget.set_price(price);
 
@@ -355,29 +416,50 @@ impl Runner<'_> {
         };
         let outcome = agent.run_cycle(&system, first_message, &schema, &ctx, budget).await?;
         Ok(match outcome {
-            CycleOutcome::Finished { status: FinishStatus::NoTasks, summary, .. } => {
+            CycleOutcome::Finished {
+                status: FinishStatus::NoTasks,
+                summary,
+                ..
+            } => {
                 self.events.say(&format!("nothing to do: {summary}"));
                 RunEnd::NoTasks
             }
-            CycleOutcome::Finished { status: FinishStatus::Completed, summary, pull_requests } => {
+            CycleOutcome::Finished {
+                status: FinishStatus::Completed,
+                summary,
+                pull_requests,
+            } => {
                 if !summary.is_empty() {
                     self.events.say(&format!("done: {summary}"));
                 }
-                if pull_requests.is_empty() { RunEnd::Completed } else { RunEnd::PullRequest }
+                if pull_requests.is_empty() {
+                    RunEnd::Completed
+                } else {
+                    RunEnd::PullRequest
+                }
             }
             CycleOutcome::Question { question, issue } => {
                 match forge.post_question(issue, &question).await {
                     Ok(Some(place)) => self.events.say(&format!("question posted: {place}")),
                     Ok(None) => {}
-                    Err(error) => self.events.say(&format!("upkeep: could not post the question: {error}")),
+                    Err(error) => self
+                        .events
+                        .say(&format!("upkeep: could not post the question: {error}")),
                 }
-                self.events.emit(Scope { cycle: Some(cycle), turn: None }, Event::Question { question, issue });
+                self.events.emit(
+                    Scope {
+                        cycle: Some(cycle),
+                        turn: None,
+                    },
+                    Event::Question { question, issue },
+                );
                 RunEnd::Question
             }
             CycleOutcome::Limit(limit) => {
                 self.events.say(&format!("upkeep: stopped: {limit}"));
                 if let Limit::Turns(_) = limit {
-                    self.events.say("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
+                    self.events
+                        .say("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
                 }
                 RunEnd::Limit
             }

@@ -27,8 +27,8 @@ impl Forge for DryRun {
         self.inner.open_pull_requests(base).await
     }
 
-    async fn task_issues(&self) -> Result<Vec<TaskIssue>, ForgeError> {
-        self.inner.task_issues().await
+    async fn task_issues(&self, label: &str) -> Result<Vec<TaskIssue>, ForgeError> {
+        self.inner.task_issues(label).await
     }
 
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {

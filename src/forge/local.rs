@@ -29,11 +29,18 @@ impl LocalForge {
     fn list_open(&self, base: &str) -> Result<Vec<OpenPullRequest>, git2::Error> {
         let repo = Repository::open(&self.source)?;
         let config = repo.config()?;
-        let base_tip = repo.find_branch(base, BranchType::Local).ok().and_then(|b| b.get().target());
+        let base_tip = repo
+            .find_branch(base, BranchType::Local)
+            .ok()
+            .and_then(|b| b.get().target());
         let mut open = Vec::new();
         for entry in repo.branches(Some(BranchType::Local))? {
             let (branch, _) = entry?;
-            let Some(name) = branch.name()?.filter(|n| n.starts_with(BOT_BRANCH_PREFIX)).map(str::to_owned) else {
+            let Some(name) = branch
+                .name()?
+                .filter(|n| n.starts_with(BOT_BRANCH_PREFIX))
+                .map(str::to_owned)
+            else {
                 continue;
             };
             let Some(tip) = branch.get().target() else { continue };
@@ -44,9 +51,16 @@ impl LocalForge {
             if merged {
                 continue;
             }
-            let description = config.get_string(&format!("branch.{name}.description")).unwrap_or_default();
+            let description = config
+                .get_string(&format!("branch.{name}.description"))
+                .unwrap_or_default();
             let title = description.lines().next().unwrap_or(&name).to_owned();
-            open.push(OpenPullRequest { number: None, url: self.url(&name), branch: name, title });
+            open.push(OpenPullRequest {
+                number: None,
+                url: self.url(&name),
+                branch: name,
+                title,
+            });
         }
         Ok(open)
     }
@@ -59,8 +73,13 @@ impl Forge for LocalForge {
     }
 
     async fn open_pull_requests(&self, base: &str) -> Result<Vec<OpenPullRequest>, ForgeError> {
-        tokio::task::block_in_place(|| self.list_open(base))
-            .map_err(|e| ForgeError::Other(format!("listing bot branches in {}: {}", self.source.display(), e.message())))
+        tokio::task::block_in_place(|| self.list_open(base)).map_err(|e| {
+            ForgeError::Other(format!(
+                "listing bot branches in {}: {}",
+                self.source.display(),
+                e.message()
+            ))
+        })
     }
 
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
@@ -68,9 +87,19 @@ impl Forge for LocalForge {
             let repo = Repository::open(&self.source)
                 .map_err(|e| ForgeError::Other(format!("opening {}: {}", self.source.display(), e.message())))?;
             let existed = repo.find_branch(&draft.branch, BranchType::Local).is_ok();
-            transfer_branch(&repo, workspace, &draft.branch)
-                .map_err(|e| ForgeError::Other(format!("pushing {} into {}: {}", draft.branch, self.source.display(), e.message())))?;
-            let description = format!("{}\n\n{}\n", draft.title.trim(), body_with_issue(&draft.body, draft.issue).trim_end());
+            transfer_branch(&repo, workspace, &draft.branch).map_err(|e| {
+                ForgeError::Other(format!(
+                    "pushing {} into {}: {}",
+                    draft.branch,
+                    self.source.display(),
+                    e.message()
+                ))
+            })?;
+            let description = format!(
+                "{}\n\n{}\n",
+                draft.title.trim(),
+                body_with_issue(&draft.body, draft.issue).trim_end()
+            );
             repo.config()
                 .and_then(|mut config| config.set_str(&format!("branch.{}.description", draft.branch), &description))
                 .map_err(|e| ForgeError::Other(format!("recording the pull request description: {}", e.message())))?;
@@ -100,10 +129,21 @@ fn transfer_branch(source: &Repository, workspace: &Workspace, branch: &str) -> 
     if !branch.starts_with(BOT_BRANCH_PREFIX) {
         return Err(git2::Error::from_str("only branches under upkeep/ are pushed"));
     }
-    if source.head().ok().and_then(|head| head.name().ok().map(str::to_owned)).as_deref() == Some(refname.as_str()) {
-        return Err(git2::Error::from_str("the branch is checked out in the repository; check out another branch first"));
+    if source
+        .head()
+        .ok()
+        .and_then(|head| head.name().ok().map(str::to_owned))
+        .as_deref()
+        == Some(refname.as_str())
+    {
+        return Err(git2::Error::from_str(
+            "the branch is checked out in the repository; check out another branch first",
+        ));
     }
-    let url = workspace.root().to_str().ok_or_else(|| git2::Error::from_str("clone path is not UTF-8"))?;
+    let url = workspace
+        .root()
+        .to_str()
+        .ok_or_else(|| git2::Error::from_str("clone path is not UTF-8"))?;
     let mut remote = source.remote_anonymous(url)?;
     remote.fetch(&[format!("+{refname}:{refname}")], None, None)
 }

@@ -72,7 +72,11 @@ pub enum ForgeError {
     Auth(String),
     /// The API refused or failed a request; `message` is the API's own text.
     #[error("{operation} failed: HTTP {status}: {message}")]
-    Api { operation: String, status: u16, message: String },
+    Api {
+        operation: String,
+        status: u16,
+        message: String,
+    },
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
     #[error("{0}")]
@@ -85,7 +89,8 @@ impl ForgeError {
     pub fn is_fatal(&self) -> bool {
         matches!(
             self,
-            ForgeError::Auth(_) | ForgeError::Workspace(WorkspaceError::AuthRejected { .. } | WorkspaceError::Interrupted)
+            ForgeError::Auth(_)
+                | ForgeError::Workspace(WorkspaceError::AuthRejected { .. } | WorkspaceError::Interrupted)
         )
     }
 }
@@ -99,7 +104,7 @@ pub trait Forge: Send + Sync {
     async fn open_pull_requests(&self, base: &str) -> Result<Vec<OpenPullRequest>, ForgeError>;
 
     /// Open issues carrying the task label. Forges without issues have none.
-    async fn task_issues(&self) -> Result<Vec<TaskIssue>, ForgeError> {
+    async fn task_issues(&self, _label: &str) -> Result<Vec<TaskIssue>, ForgeError> {
         Ok(Vec::new())
     }
 

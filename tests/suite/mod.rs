@@ -1,3 +1,4 @@
 mod core;
 mod git_http_server;
+mod model_loop;
 pub mod support;

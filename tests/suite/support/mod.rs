@@ -51,7 +51,10 @@ impl TestRepo {
     }
 
     pub fn new() -> Self {
-        Self::with_files(&[("README.md", "# Sample\n\nHello.\n"), ("src/lib.rs", "pub fn one() -> u32 { 1 }\n")])
+        Self::with_files(&[
+            ("README.md", "# Sample\n\nHello.\n"),
+            ("src/lib.rs", "pub fn one() -> u32 { 1 }\n"),
+        ])
     }
 
     pub fn path(&self) -> &Path {
@@ -91,7 +94,10 @@ impl TestRepo {
 
 /// One scripted model reply: `{plan, tool_calls}` from (tool, arguments) pairs.
 pub fn reply(plan: &str, calls: &[(&str, Value)]) -> String {
-    let calls: Vec<Value> = calls.iter().map(|(tool, args)| json!({"tool_name": tool, "arguments": args})).collect();
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(tool, args)| json!({"tool_name": tool, "arguments": args}))
+        .collect();
     json!({"plan": plan, "tool_calls": calls}).to_string()
 }
 
@@ -103,7 +109,10 @@ pub struct Script {
 impl Script {
     pub fn new(replies: &[String]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let lines: Vec<String> = replies.iter().map(|content| json!({"content": content}).to_string()).collect();
+        let lines: Vec<String> = replies
+            .iter()
+            .map(|content| json!({"content": content}).to_string())
+            .collect();
         std::fs::write(dir.path().join("script.jsonl"), lines.join("\n") + "\n").expect("write script");
         Self { dir }
     }
@@ -122,13 +131,13 @@ pub fn finish(status: &str) -> String {
 /// machine, a private HOME and TMPDIR (so leftover temporary directories can be counted).
 pub struct Upkeep {
     pub tmp: tempfile::TempDir,
-    command: assert_cmd::Command,
+    command: Command,
 }
 
 impl Upkeep {
     pub fn new() -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let mut command = assert_cmd::Command::cargo_bin("upkeep").expect("binary is built");
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin!("upkeep"));
         command.env_clear();
         for name in ["PATH", "LANG", "USER"] {
             if let Ok(value) = std::env::var(name) {
@@ -139,7 +148,10 @@ impl Upkeep {
         let temp = tmp.path().join("tmp");
         std::fs::create_dir_all(&home).expect("mkdir");
         std::fs::create_dir_all(&temp).expect("mkdir");
-        command.env("HOME", &home).env("TMPDIR", &temp).env("GIT_CONFIG_NOSYSTEM", "1");
+        command
+            .env("HOME", &home)
+            .env("TMPDIR", &temp)
+            .env("GIT_CONFIG_NOSYSTEM", "1");
         Self { tmp, command }
     }
 
@@ -163,8 +175,8 @@ impl Upkeep {
     }
 
     pub fn run(mut self) -> RunOutput {
-        let output = self.command.output().expect("upkeep runs");
-        let leftovers = std::fs::read_dir(self.temp_dir()).map(|d| d.count()).unwrap_or(0);
+        let output = self.command.stdin(std::process::Stdio::null()).output().expect("upkeep runs");
+        let leftovers = self.leftover_temp_entries();
         RunOutput {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -173,8 +185,24 @@ impl Upkeep {
         }
     }
 
-    pub fn command(&mut self) -> &mut assert_cmd::Command {
-        &mut self.command
+    /// Entries left in upkeep's TMPDIR (its clones live there while it runs).
+    pub fn leftover_temp_entries(&self) -> usize {
+        std::fs::read_dir(self.temp_dir()).map(|d| d.count()).unwrap_or(0)
+    }
+
+    /// Starts upkeep without waiting, output captured, for tests that signal it.
+    pub fn spawn(&mut self) -> std::process::Child {
+        self.command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("upkeep starts")
+    }
+
+    /// Runs on a blocking thread, for async tests whose local servers must keep serving.
+    pub async fn run_async(self) -> RunOutput {
+        tokio::task::spawn_blocking(move || self.run()).await.expect("run finished")
     }
 }
 
@@ -196,12 +224,21 @@ impl RunOutput {
     }
 
     pub fn events_of(&self, kind: &str) -> Vec<Value> {
-        self.events().into_iter().filter(|event| event["type"] == kind).collect()
+        self.events()
+            .into_iter()
+            .filter(|event| event["type"] == kind)
+            .collect()
     }
 
     #[track_caller]
     pub fn assert_code(&self, expected: i32) -> &Self {
-        assert_eq!(self.code, Some(expected), "exit code\n--- stderr:\n{}\n--- stdout:\n{}", self.stderr, self.stdout);
+        assert_eq!(
+            self.code,
+            Some(expected),
+            "exit code\n--- stderr:\n{}\n--- stdout:\n{}",
+            self.stderr,
+            self.stdout
+        );
         self
     }
 }

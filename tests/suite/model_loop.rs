@@ -1,0 +1,190 @@
+//! The turn loop seen from the model's side: a local HTTP server stands in for an
+//! OpenAI-compatible API, records every request, and the tests assert on what upkeep sent.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use super::support::{TestRepo, Upkeep, finish, reply};
+
+/// A Chat Completions response as the API documents it.
+fn chat_completion(content: &str) -> Value {
+    json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4.1",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": null}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
+    })
+}
+
+/// Serves `replies` in order, one per request.
+async fn model_server(replies: Vec<String>) -> MockServer {
+    let server = MockServer::start().await;
+    for (index, content) in replies.into_iter().enumerate() {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(chat_completion(&content)))
+            .up_to_n_times(1)
+            .with_priority(u8::try_from(index + 1).expect("few replies"))
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
+fn openai_run(repo: &TestRepo, server: &MockServer, extra: &[&str]) -> Upkeep {
+    Upkeep::new()
+        .args(["run", "--json", "--provider", "openai", "--base-url"])
+        .args([format!("{}/v1", server.uri())])
+        .args(["--repo"])
+        .args([repo.path()])
+        .args(extra)
+}
+
+fn bodies(requests: &[Request]) -> Vec<Value> {
+    requests.iter().map(|r| serde_json::from_slice(&r.body).expect("request body is JSON")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn safe_mode_keeps_run_shell_command_out_of_every_request() {
+    let repo = TestRepo::new();
+    let server = model_server(vec![finish("no_tasks")]).await;
+    openai_run(&repo, &server, &[]).run_async().await.assert_code(0);
+    let requests = server.received_requests().await.expect("recorded");
+    assert_eq!(requests.len(), 1);
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(!body.contains("run_shell_command"), "safe mode leaked the dangerous tool: {body}");
+    assert!(body.contains("write_file"));
+
+    let server = model_server(vec![finish("no_tasks")]).await;
+    openai_run(&repo, &server, &["--allow-dangerous-tools"]).run_async().await.assert_code(0);
+    let requests = server.received_requests().await.expect("recorded");
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(body.contains("run_shell_command"), "the flag offers the tool");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn history_sent_back_is_valid_json_with_tool_results_and_parse_errors() {
+    let repo = TestRepo::new();
+    let server = model_server(vec![
+        "```json\n{'plan': 'read', 'tool_calls': [{'tool_name': 'read_file', 'arguments': {'path': 'README.md'},},],}\n```".into(),
+        "I am not sure what to do.".into(),
+        reply(
+            "two calls, the first fails",
+            &[
+                ("read_file", json!({"path": "nope.txt"})),
+                ("write_file", json!({"path": "x.txt", "content": "x"})),
+            ],
+        ),
+        finish("no_tasks"),
+    ])
+    .await;
+    let out = openai_run(&repo, &server, &["--task", "look around"]).run_async().await;
+    out.assert_code(0);
+    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    assert_eq!(requests.len(), 4);
+    let last = &requests[3]["messages"];
+    let messages = last.as_array().expect("messages");
+    // system, then user/assistant alternating, ending with the user.
+    assert_eq!(messages[0]["role"], "system");
+    for (index, message) in messages[1..].iter().enumerate() {
+        let expected = if index % 2 == 0 { "user" } else { "assistant" };
+        assert_eq!(message["role"], expected, "message {index} of {last}");
+    }
+    // Every assistant turn and every tool-result turn is valid JSON, even after a lenient parse.
+    for message in &messages[2..] {
+        let content = message["content"].as_str().expect("text content");
+        let parsed: Value = serde_json::from_str(content).unwrap_or_else(|e| panic!("not JSON ({e}): {content}"));
+        assert!(parsed.is_object());
+    }
+    let first_results: Value = serde_json::from_str(messages[3]["content"].as_str().expect("text")).expect("json");
+    assert_eq!(first_results["tool_results"][0]["ok"], true);
+    assert!(first_results["tool_results"][0]["output"].as_str().expect("output").contains("# Sample"));
+    let parse_error: Value = serde_json::from_str(messages[5]["content"].as_str().expect("text")).expect("json");
+    assert!(parse_error["error"].as_str().expect("error").contains("could not be used"), "{parse_error}");
+    assert!(parse_error["expected_shape"].is_string());
+    let batch: Value = serde_json::from_str(messages[7]["content"].as_str().expect("text")).expect("json");
+    assert_eq!(batch["tool_results"][0]["ok"], false);
+    assert_eq!(batch["tool_results"][1]["skipped"], true, "{batch}");
+    assert!(!repo.path().join("x.txt").exists());
+    // The task and the file tree reach the model in the first user message.
+    let first_user = requests[0]["messages"][1]["content"].as_str().expect("text");
+    assert!(first_user.contains("look around") && first_user.contains("src/lib.rs"), "{first_user}");
+    // Usage from the API's own fields is counted.
+    let finished = out.events_of("run_finished");
+    assert_eq!(finished[0]["usage"]["input_tokens"], 480);
+    assert_eq!(finished[0]["usage"]["output_tokens"], 120);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn continuous_cycles_show_the_bots_own_open_pull_requests() {
+    let repo = TestRepo::with_files(&[("TODO.md", "- [ ] add one.txt\n")]);
+    let server = model_server(vec![
+        reply(
+            "do the task",
+            &[
+                ("write_file", json!({"path": "one.txt", "content": "1"})),
+                ("create_pull_request", json!({"title": "Add one", "body": "adds one.txt"})),
+                ("finish", json!({"status": "completed", "summary": "added"})),
+            ],
+        ),
+        finish("no_tasks"),
+    ])
+    .await;
+    openai_run(&repo, &server, &["--continuous"]).run_async().await.assert_code(0);
+    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    assert_eq!(requests.len(), 2);
+    let first = requests[0]["messages"][1]["content"].as_str().expect("text");
+    let second = requests[1]["messages"][1]["content"].as_str().expect("text");
+    assert!(first.contains("add one.txt"), "the task file is a task source: {first}");
+    assert!(!first.contains("upkeep/add-one"));
+    assert!(second.contains("Add one (branch upkeep/add-one)"), "cycle 2 sees the open pull request: {second}");
+}
+
+/// Waits (bounded) until the server has seen a request: the model call is in flight.
+async fn wait_for_request(server: &MockServer) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.received_requests().await.map(|r| r.is_empty()).unwrap_or(true) {
+        assert!(Instant::now() < deadline, "upkeep never called the model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn interrupt_during_slow_reply(signal: nix::sys::signal::Signal) {
+    let repo = TestRepo::new();
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(chat_completion(&finish("no_tasks"))).set_delay(Duration::from_secs(120)))
+        .mount(&server)
+        .await;
+    let mut upkeep = openai_run(&repo, &server, &["--task", "t"]);
+    let child = upkeep.spawn();
+    wait_for_request(&server).await;
+    assert_eq!(upkeep.leftover_temp_entries(), 1, "the clone exists while the model thinks");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    nix::sys::signal::kill(pid, signal).expect("signal sent");
+    let status = tokio::task::spawn_blocking(move || child.wait_with_output()).await.expect("joined").expect("waited");
+    assert_eq!(status.status.code(), Some(130), "stderr: {}", String::from_utf8_lossy(&status.stderr));
+    assert_eq!(upkeep.leftover_temp_entries(), 0, "temporary clone removed");
+    let events: Vec<Value> = String::from_utf8_lossy(&status.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("json line"))
+        .collect();
+    let finished = events.iter().find(|e| e["type"] == "run_finished").expect("run_finished emitted");
+    assert_eq!(finished["exit_code"], 130);
+    assert!(repo.bot_branches().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_slow_model_reply_exits_130_and_removes_the_clone() {
+    interrupt_during_slow_reply(nix::sys::signal::Signal::SIGINT).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_during_a_slow_model_reply_exits_130_and_removes_the_clone() {
+    interrupt_during_slow_reply(nix::sys::signal::Signal::SIGTERM).await;
+}
