@@ -12,7 +12,7 @@ use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
 
 pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     match Config::from_args(args) {
-        Ok(config) => crate::orchestrator::run(config, cancel).await,
+        Ok(config) => crate::orchestrator::run(config, cancel).await.status,
         Err(error) => {
             eprintln!("upkeep: {error}");
             ExitStatus::Usage
@@ -23,7 +23,12 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
 /// Prints the tools exactly as the model sees them: the same specs the prompt and the
 /// structured-output schema are rendered from.
 pub fn tools(args: &ToolsArgs) -> ExitStatus {
-    let registry = ToolRegistry::new(&ToolSelection { dangerous: args.allow_dangerous_tools }, Vec::new());
+    let registry = ToolRegistry::new(
+        &ToolSelection {
+            dangerous: args.allow_dangerous_tools,
+        },
+        Vec::new(),
+    );
     let specs = registry.specs();
     let text = if args.json {
         let value = serde_json::json!({"tools": specs, "reply_schema": reply_schema(&specs)});

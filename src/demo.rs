@@ -56,11 +56,15 @@ fn describe_result(repo_dir: &Path) -> Result<String, git2::Error> {
     let mut text = String::new();
     for entry in repo.branches(Some(git2::BranchType::Local))? {
         let (branch, _) = entry?;
-        let Some(name) = branch.name()?.map(str::to_owned) else { continue };
+        let Some(name) = branch.name()?.map(str::to_owned) else {
+            continue;
+        };
         if !name.starts_with(crate::workspace::BOT_BRANCH_PREFIX) {
             continue;
         }
-        let description = config.get_string(&format!("branch.{name}.description")).unwrap_or_default();
+        let description = config
+            .get_string(&format!("branch.{name}.description"))
+            .unwrap_or_default();
         let tree = branch.get().peel_to_tree()?;
         let diff = repo.diff_tree_to_tree(Some(&main_tree), Some(&tree), None)?;
         let mut patch = Vec::new();
@@ -89,13 +93,21 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
         }
     };
     let repo_dir: PathBuf = args.dir.clone().unwrap_or_else(|| temp.path().join("greet"));
-    if repo_dir.exists() && std::fs::read_dir(&repo_dir).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        eprintln!("upkeep demo: {} exists and is not empty; give a new directory to --dir", repo_dir.display());
+    if repo_dir.exists()
+        && std::fs::read_dir(&repo_dir)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        eprintln!(
+            "upkeep demo: {} exists and is not empty; give a new directory to --dir",
+            repo_dir.display()
+        );
         return ExitStatus::Usage;
     }
-    if let Err(error) = std::fs::create_dir_all(&repo_dir).map_err(|e| e.to_string()).and_then(|()| {
-        create_sample_repository(&repo_dir).map_err(|e| e.message().to_owned())
-    }) {
+    if let Err(error) = std::fs::create_dir_all(&repo_dir)
+        .map_err(|e| e.to_string())
+        .and_then(|()| create_sample_repository(&repo_dir).map_err(|e| e.message().to_owned()))
+    {
         eprintln!("upkeep demo: cannot create the sample repository: {error}");
         return ExitStatus::Failure;
     }
@@ -120,7 +132,7 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
             return ExitStatus::Usage;
         }
     };
-    let status = crate::orchestrator::run(config, cancel).await;
+    let status = crate::orchestrator::run(config, cancel).await.status;
     if status != ExitStatus::Done {
         return status;
     }
@@ -140,7 +152,11 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
     let _ = writeln!(
         stderr,
         "── the base branch `main` is unchanged; the change lives on the bot branch.{}\n\nRun upkeep on your own repository with a real model:\n  OPENAI_API_KEY=... upkeep run --repo /path/to/your/repo --task \"Fix the typos in the README\"\n  upkeep run --repo /path/to/your/repo --base-url http://localhost:11434/v1 --model llama3.1   # a local OpenAI-compatible server\nSee README.md for GitHub, continuous mode and the other providers.",
-        if args.dir.is_some() { format!("\n   Inspect it: git -C {} log --all --oneline", repo_dir.display()) } else { String::new() }
+        if args.dir.is_some() {
+            format!("\n   Inspect it: git -C {} log --all --oneline", repo_dir.display())
+        } else {
+            String::new()
+        }
     );
     ExitStatus::Done
 }

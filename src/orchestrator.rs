@@ -15,7 +15,7 @@ use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
-use crate::forge::{Forge, dry_run::DryRun, local::LocalForge, none::NoForge};
+use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::llm::{self, Provider, pricing};
 use crate::secrets::Redactor;
 use crate::tools::path::PathPolicy;
@@ -119,11 +119,10 @@ fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
     let forge: Box<dyn Forge> = match (config.forge, &config.source) {
         (ForgeKind::Local, RepoSource::Local(path)) => Box::new(LocalForge::new(path.clone())),
         (ForgeKind::None, _) => Box::new(NoForge),
-        (ForgeKind::Github, RepoSource::GitHub { .. }) => {
-            return Err(ConfigError(
-                "the github forge is not available yet; use --forge none or --dry-run".into(),
-            ));
-        }
+        (ForgeKind::Github, RepoSource::GitHub { owner, name, .. }) => Box::new(
+            GitHubForge::new(&config.github, owner, name, config.draft)
+                .map_err(|error| ConfigError(error.to_string()))?,
+        ),
         (kind, _) => return Err(ConfigError::key("--forge", format!("{kind:?} does not fit --repo"))),
     };
     Ok(if config.dry_run {
@@ -133,14 +132,42 @@ fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
     })
 }
 
-/// Runs upkeep as configured and returns the exit status. Never panics on bad input; every
-/// path out emits `run_finished` (except usage errors found before the run started).
-pub async fn run(config: Config, cancel: CancellationToken) -> ExitStatus {
+/// What a run did, for the exit code, the final summary and CI integrations.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub status: ExitStatus,
+    /// `run_finished.outcome`: `pull_request`, `completed`, `no_tasks`, `max_cycles`,
+    /// `question`, `limit`, `interrupted`, `error` or `usage_error`.
+    pub outcome: String,
+    pub cycles: u32,
+    /// Model calls over the whole run.
+    pub turns: u32,
+    pub usage: crate::llm::Usage,
+    pub cost_usd: f64,
+    pub pull_requests: Vec<crate::forge::PullRequest>,
+    pub question: Option<String>,
+    /// The error that ended the run, when one did.
+    pub error: Option<String>,
+}
+
+/// Runs upkeep as configured. Never panics on bad input; every path out emits `run_finished`
+/// (except a trace file that cannot be opened, which is reported before the run starts).
+pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
     let events = match event_sink(&config) {
         Ok(events) => events,
         Err(error) => {
             eprintln!("upkeep: {error}");
-            return ExitStatus::Usage;
+            return RunSummary {
+                status: ExitStatus::Usage,
+                outcome: "usage_error".into(),
+                cycles: 0,
+                turns: 0,
+                usage: crate::llm::Usage::default(),
+                cost_usd: 0.0,
+                pull_requests: Vec::new(),
+                question: None,
+                error: Some(error.to_string()),
+            };
         }
     };
     let mut runner = Runner {
@@ -149,40 +176,41 @@ pub async fn run(config: Config, cancel: CancellationToken) -> ExitStatus {
         cancel: &cancel,
         cycles: 0,
         budget: None,
+        pull_requests: Vec::new(),
+        question: None,
     };
     let result = runner.run().await;
-    let (status, outcome) = match &result {
-        Ok(end) => (end.exit(), end.as_str()),
+    let (status, outcome, error) = match &result {
+        Ok(end) => (end.exit(), end.as_str(), None),
         Err(RunError::Usage(error)) => {
             events.say(&format!("upkeep: configuration error: {error}"));
-            (ExitStatus::Usage, "usage_error")
+            (ExitStatus::Usage, "usage_error", Some(error.to_string()))
         }
         Err(RunError::Interrupted) => {
-            events
-                .say("upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt");
-            (ExitStatus::Interrupted, "interrupted")
+            events.say("upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt");
+            (ExitStatus::Interrupted, "interrupted", Some("interrupted".to_owned()))
         }
         Err(RunError::Failure(error)) => {
             events.say(&format!("upkeep: error: {error:#}"));
-            (ExitStatus::Failure, "error")
+            (ExitStatus::Failure, "error", Some(events.redactor().redact(&format!("{error:#}"))))
         }
     };
-    let (usage, cost_usd) = runner
-        .budget
-        .as_ref()
-        .map(|b| (b.usage, b.cost_usd))
-        .unwrap_or_default();
+    let (usage, cost_usd, turns) = runner.budget.as_ref().map(|b| (b.usage, b.cost_usd, b.turns)).unwrap_or_default();
     events.emit(
         Scope::default(),
-        Event::RunFinished {
-            outcome: outcome.into(),
-            exit_code: status.code(),
-            cycles: runner.cycles,
-            usage,
-            cost_usd,
-        },
+        Event::RunFinished { outcome: outcome.into(), exit_code: status.code(), cycles: runner.cycles, usage, cost_usd },
     );
-    status
+    RunSummary {
+        status,
+        outcome: outcome.into(),
+        cycles: runner.cycles,
+        turns,
+        usage,
+        cost_usd,
+        pull_requests: runner.pull_requests,
+        question: runner.question,
+        error,
+    }
 }
 
 struct Runner<'a> {
@@ -191,6 +219,8 @@ struct Runner<'a> {
     cancel: &'a CancellationToken,
     cycles: u32,
     budget: Option<Budget>,
+    pull_requests: Vec<crate::forge::PullRequest>,
+    question: Option<String>,
 }
 
 impl Runner<'_> {

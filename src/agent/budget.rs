@@ -21,11 +21,19 @@ impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Limit::Turns(n) => write!(f, "--max-turns {n} reached before the model finished the cycle"),
-            Limit::Tokens { limit, used, next_estimate } => write!(
+            Limit::Tokens {
+                limit,
+                used,
+                next_estimate,
+            } => write!(
                 f,
                 "--max-tokens {limit} would be exceeded: {used} tokens used, the next call needs about {next_estimate}"
             ),
-            Limit::Cost { limit, spent, next_estimate } => write!(
+            Limit::Cost {
+                limit,
+                spent,
+                next_estimate,
+            } => write!(
                 f,
                 "--max-cost ${limit:.4} would be exceeded: ${spent:.4} spent, the next call costs about ${next_estimate:.4}"
             ),
@@ -41,6 +49,8 @@ pub struct Budget {
     price: Option<Price>,
     pub usage: Usage,
     pub cost_usd: f64,
+    /// Model calls made so far.
+    pub turns: u32,
     /// Largest reply so far: the estimate for the next reply's size.
     largest_output: u64,
 }
@@ -56,7 +66,15 @@ const FIRST_REPLY_ESTIMATE: u64 = 1_000;
 
 impl Budget {
     pub fn new(limits: Budgets, price: Option<Price>) -> Self {
-        Self { limits, started: Instant::now(), price, usage: Usage::default(), cost_usd: 0.0, largest_output: 0 }
+        Self {
+            limits,
+            started: Instant::now(),
+            price,
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            turns: 0,
+            largest_output: 0,
+        }
     }
 
     pub fn set_price(&mut self, price: Option<Price>) {
@@ -84,13 +102,21 @@ impl Budget {
         };
         if let Some(limit) = self.limits.max_tokens {
             if self.usage.total() + next.total() > limit {
-                return Err(Limit::Tokens { limit, used: self.usage.total(), next_estimate: next.total() });
+                return Err(Limit::Tokens {
+                    limit,
+                    used: self.usage.total(),
+                    next_estimate: next.total(),
+                });
             }
         }
         if let Some(limit) = self.limits.max_cost {
             let next_estimate = pricing::cost(self.price, next);
             if self.cost_usd + next_estimate > limit {
-                return Err(Limit::Cost { limit, spent: self.cost_usd, next_estimate });
+                return Err(Limit::Cost {
+                    limit,
+                    spent: self.cost_usd,
+                    next_estimate,
+                });
             }
         }
         Ok(())
@@ -101,6 +127,7 @@ impl Budget {
         let cost = pricing::cost(self.price, usage);
         self.usage += usage;
         self.cost_usd += cost;
+        self.turns += 1;
         self.largest_output = self.largest_output.max(usage.output_tokens);
         cost
     }
@@ -112,8 +139,17 @@ mod tests {
 
     #[test]
     fn stops_before_the_call_that_would_overspend() {
-        let price = Some(Price { input_per_mtok: 1_000_000.0, output_per_mtok: 0.0 });
-        let budget = Budget::new(Budgets { max_cost: Some(10.0), ..Budgets::default() }, price);
+        let price = Some(Price {
+            input_per_mtok: 1_000_000.0,
+            output_per_mtok: 0.0,
+        });
+        let budget = Budget::new(
+            Budgets {
+                max_cost: Some(10.0),
+                ..Budgets::default()
+            },
+            price,
+        );
         // 40 bytes ~ 10 tokens ~ $10: fits exactly; 44 bytes does not.
         assert!(budget.check_before_call(40).is_ok());
         assert!(matches!(budget.check_before_call(44), Err(Limit::Cost { .. })));

@@ -25,8 +25,15 @@ use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};
 /// How a cycle ended.
 #[derive(Debug)]
 pub enum CycleOutcome {
-    Finished { status: FinishStatus, summary: String, pull_requests: Vec<PullRequest> },
-    Question { question: String, issue: Option<u64> },
+    Finished {
+        status: FinishStatus,
+        summary: String,
+        pull_requests: Vec<PullRequest>,
+    },
+    Question {
+        question: String,
+        issue: Option<u64>,
+    },
     Limit(Limit),
 }
 
@@ -59,7 +66,10 @@ fn result_entry(tool: &str, ok: bool, output: &str) -> Value {
 
 impl Agent<'_> {
     fn scope(&self, turn: u32) -> Scope {
-        Scope { cycle: Some(self.cycle), turn: Some(turn) }
+        Scope {
+            cycle: Some(self.cycle),
+            turn: Some(turn),
+        }
     }
 
     /// Runs turns until the cycle ends. `ctx` is rebuilt per call only for `cycle_branch`.
@@ -85,7 +95,11 @@ impl Agent<'_> {
                 return Ok(CycleOutcome::Limit(limit));
             }
             turn += 1;
-            let request = CompletionRequest { system: &system, messages: &history, reply_schema };
+            let request = CompletionRequest {
+                system: &system,
+                messages: &history,
+                reply_schema,
+            };
             let deadline = budget.deadline();
             let completion = tokio::select! {
                 () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
@@ -97,12 +111,18 @@ impl Agent<'_> {
             let cost = budget.record(completion.usage);
             self.events.emit(
                 self.scope(turn),
-                Event::ModelResponse { content: completion.content.clone(), usage: completion.usage, cost_usd: cost },
+                Event::ModelResponse {
+                    content: completion.content.clone(),
+                    usage: completion.usage,
+                    cost_usd: cost,
+                },
             );
             match completion.stop {
                 StopReason::Refusal(reason) => return Err(CycleError::Refused(reason)),
                 StopReason::Length => {
-                    history.push(Message::assistant(json!({"unusable_reply": "cut off at the output length limit"}).to_string()));
+                    history.push(Message::assistant(
+                        json!({"unusable_reply": "cut off at the output length limit"}).to_string(),
+                    ));
                     history.push(Message::user(
                         json!({
                             "error": "Your reply was cut off at the output length limit. Reply again, shorter: fewer calls in one reply, and prefer edit_file over rewriting whole files.",
@@ -119,7 +139,9 @@ impl Agent<'_> {
                 Err(error) => {
                     tracing::warn!("turn {turn}: unusable reply: {error}");
                     // Keep the conversation valid JSON: the raw reply travels as a JSON string.
-                    history.push(Message::assistant(json!({"unusable_reply": completion.content}).to_string()));
+                    history.push(Message::assistant(
+                        json!({"unusable_reply": completion.content}).to_string(),
+                    ));
                     history.push(Message::user(
                         json!({"error": format!("Your reply could not be used: {error}"), "expected_shape": EXPECTED_SHAPE})
                             .to_string(),
@@ -129,12 +151,21 @@ impl Agent<'_> {
             };
             history.push(Message::assistant(reply.to_json()));
             if !reply.plan.trim().is_empty() {
-                self.events.emit(self.scope(turn), Event::Plan { plan: reply.plan.clone() });
+                self.events.emit(
+                    self.scope(turn),
+                    Event::Plan {
+                        plan: reply.plan.clone(),
+                    },
+                );
             }
             let (results, end) = self.run_batch(&reply, ctx, turn, &mut pull_requests).await?;
             if let Some(end) = end {
                 return Ok(match end {
-                    CycleEnd::Finish { status, summary } => CycleOutcome::Finished { status, summary, pull_requests },
+                    CycleEnd::Finish { status, summary } => CycleOutcome::Finished {
+                        status,
+                        summary,
+                        pull_requests,
+                    },
                     CycleEnd::Question { question, issue } => CycleOutcome::Question { question, issue },
                 });
             }
@@ -160,24 +191,46 @@ impl Agent<'_> {
                 results.push(json!({"tool_name": name, "ok": false, "skipped": true, "output": reason}));
                 continue;
             }
-            self.events.emit(scope, Event::ToolCall { tool: name.to_owned(), arguments: Value::Object(call.arguments.clone()) });
+            self.events.emit(
+                scope,
+                Event::ToolCall {
+                    tool: name.to_owned(),
+                    arguments: Value::Object(call.arguments.clone()),
+                },
+            );
             let tool = match self.registry.lookup(name) {
                 Lookup::Found(tool) => tool,
                 Lookup::Rejected(reason) => {
-                    self.events.emit(scope, Event::ToolRejected { tool: name.to_owned(), reason: reason.clone() });
+                    self.events.emit(
+                        scope,
+                        Event::ToolRejected {
+                            tool: name.to_owned(),
+                            reason: reason.clone(),
+                        },
+                    );
                     results.push(result_entry(name, false, &reason));
                     stopped = Some("skipped: not run because an earlier call in this reply failed");
                     continue;
                 }
                 Lookup::Unknown(message) => {
-                    self.events.emit(scope, Event::ToolResult { tool: name.to_owned(), ok: false, output: message.clone() });
+                    self.events.emit(
+                        scope,
+                        Event::ToolResult {
+                            tool: name.to_owned(),
+                            ok: false,
+                            output: message.clone(),
+                        },
+                    );
                     results.push(result_entry(name, false, &message));
                     stopped = Some("skipped: not run because an earlier call in this reply failed");
                     continue;
                 }
             };
             let branch = pull_requests.last().map(|pr| pr.branch.clone());
-            let call_ctx = ToolContext { cycle_branch: branch.as_deref(), ..*ctx };
+            let call_ctx = ToolContext {
+                cycle_branch: branch.as_deref(),
+                ..*ctx
+            };
             let outcome = tokio::select! {
                 () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
                 outcome = tool.call(&call.arguments, &call_ctx) => outcome,
@@ -213,7 +266,14 @@ impl Agent<'_> {
                 }
                 Err(ToolError::Fatal(error)) => return Err(CycleError::Fatal(error.context(format!("tool {name}")))),
             };
-            self.events.emit(scope, Event::ToolResult { tool: name.to_owned(), ok, output: output.clone() });
+            self.events.emit(
+                scope,
+                Event::ToolResult {
+                    tool: name.to_owned(),
+                    ok,
+                    output: output.clone(),
+                },
+            );
             results.push(result_entry(name, ok, &output));
         }
         Ok((results, end))

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::forge::{OpenPullRequest, TaskIssue};
+use crate::forge::{OWN_QUESTION_AUTHOR, OpenPullRequest, TaskIssue};
 use crate::tools::ToolSpec;
 
 const SYSTEM_TEMPLATE: &str = include_str!("../../prompts/system.md");
@@ -51,9 +51,13 @@ pub fn describe_tool(spec: &ToolSpec) -> String {
                 let kind = schema["type"].as_str().unwrap_or("string");
                 let choices = schema["enum"]
                     .as_array()
-                    .map(|values| format!(" one of {}", serde_json::Value::Array(values.clone())))
+                    .map(|values| format!(", one of {}", serde_json::Value::Array(values.clone())))
                     .unwrap_or_default();
-                let needed = if required.contains(&name.as_str()) { "required" } else { "optional" };
+                let needed = if required.contains(&name.as_str()) {
+                    "required"
+                } else {
+                    "optional"
+                };
                 let description = schema["description"].as_str().unwrap_or("");
                 let _ = write!(text, "\n- `{name}` ({kind}, {needed}{choices}): {description}");
             }
@@ -73,9 +77,16 @@ pub struct SystemPrompt<'a> {
 impl SystemPrompt<'_> {
     pub fn render(&self) -> String {
         let tools: Vec<String> = self.tools.iter().map(describe_tool).collect();
-        let protected = if self.protected_paths.is_empty() { "none".to_owned() } else { self.protected_paths.join(", ") };
+        let protected = if self.protected_paths.is_empty() {
+            "none".to_owned()
+        } else {
+            self.protected_paths.join(", ")
+        };
         let instructions = match self.instructions {
-            Some(text) if !text.trim().is_empty() => format!("\n# Instructions from the repository's maintainers\n\n{}\n", text.trim()),
+            Some(text) if !text.trim().is_empty() => format!(
+                "\n# Instructions from the repository's maintainers\n\n{}\n",
+                text.trim()
+            ),
             _ => String::new(),
         };
         fill(
@@ -95,7 +106,10 @@ pub enum TaskSource<'a> {
     /// `--task`: do exactly this.
     Given(&'a str),
     /// No task given: the model picks one from these sources or finishes with `no_tasks`.
-    Backlog { tasks_file: Option<(&'a str, &'a str)>, issues: &'a [TaskIssue] },
+    Backlog {
+        tasks_file: Option<(&'a str, &'a str)>,
+        issues: &'a [TaskIssue],
+    },
 }
 
 pub struct CyclePrompt<'a> {
@@ -150,10 +164,27 @@ fn render_backlog(tasks_file: Option<(&str, &str)>, issues: &[TaskIssue]) -> Str
         text.push_str("\n## Open issues labelled for you\n");
         for issue in issues {
             let (body, cut) = truncate_bytes(&issue.body, MAX_TASK_SOURCE_BYTES);
-            let _ = write!(text, "\n### Issue #{}: {}\n\n{}{}\n", issue.number, issue.title, body.trim_end(), if cut { " […]" } else { "" });
+            let _ = write!(
+                text,
+                "\n### Issue #{}: {}\n\n{}{}\n",
+                issue.number,
+                issue.title,
+                body.trim_end(),
+                if cut { " […]" } else { "" }
+            );
             for comment in &issue.comments {
                 let (body, _) = truncate_bytes(&comment.body, 4096);
-                let _ = write!(text, "\n> comment by {}:\n> {}\n", comment.author, body.trim_end().replace('\n', "\n> "));
+                // A question the bot posted earlier reads as its own, so the comments after it
+                // read as the human's answer.
+                let heading = if comment.author == OWN_QUESTION_AUTHOR {
+                    format!("{OWN_QUESTION_AUTHOR} asked")
+                } else {
+                    format!("comment by {}", comment.author)
+                };
+                let _ = write!(text, "\n> {heading}:\n> {}\n", body.trim_end().replace('\n', "\n> "));
+            }
+            if issue.comments.last().is_some_and(|c| c.author == OWN_QUESTION_AUTHOR) {
+                text.push_str("\n(Your question has no answer yet.)\n");
             }
         }
         text.push_str("\nWhen you work an issue, pass its number as `issue` to create_pull_request or ask_question.\n");
@@ -191,7 +222,9 @@ impl FileTree {
                 continue;
             }
             total += 1;
-            let Ok(relative) = entry.path().strip_prefix(root) else { continue };
+            let Ok(relative) = entry.path().strip_prefix(root) else {
+                continue;
+            };
             let line = relative.display().to_string();
             if shown.len() == total - 1 && used + line.len() + 1 + reserve <= budget {
                 used += line.len() + 1;
@@ -221,6 +254,47 @@ impl FileTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::{ToolRegistry, ToolSelection};
+
+    #[test]
+    fn system_prompt_in_safe_mode() {
+        let specs = ToolRegistry::new(&ToolSelection::default(), Vec::new()).specs();
+        let prompt = SystemPrompt {
+            tools: &specs,
+            protected_paths: &[".github/workflows/**".to_owned()],
+            max_turns: 20,
+            instructions: Some("Keep the changelog up to date."),
+        }
+        .render();
+        assert!(!prompt.contains("run_shell_command"));
+        insta::assert_snapshot!(prompt);
+    }
+
+    #[test]
+    fn cycle_prompt_with_backlog_and_open_pull_requests() {
+        let tree = FileTree { shown: vec!["README.md".into(), "src/lib.rs".into()], total: 2, budget: 1024 };
+        let issues = vec![TaskIssue {
+            number: 7,
+            title: "Document the API".into(),
+            body: "The public functions have no docs.".into(),
+            comments: vec![crate::forge::IssueComment { author: "alice".into(), body: "Start with lib.rs".into() }],
+        }];
+        let open = vec![OpenPullRequest {
+            number: Some(3),
+            branch: "upkeep/3-fix-typo".into(),
+            title: "Fix typo".into(),
+            url: "https://github.com/o/r/pull/4".into(),
+        }];
+        let prompt = CyclePrompt {
+            repo: "o/r",
+            base: "main",
+            task: TaskSource::Backlog { tasks_file: Some(("TODO.md", "- [ ] add tests\n")), issues: &issues },
+            open_pull_requests: &open,
+            file_tree: &tree,
+        }
+        .render();
+        insta::assert_snapshot!(prompt);
+    }
 
     #[test]
     fn file_tree_stays_within_its_budget() {

@@ -41,8 +41,7 @@ impl ModelReply {
         // serde_json can only fail here on non-string map keys or a failing custom Serialize
         // impl, and this type has neither; the fallback exists only to keep the no-panic promise
         // without lying about the content being valid JSON.
-        serde_json::to_string(self)
-            .unwrap_or_else(|_| String::from(r#"{"plan":"","tool_calls":[]}"#))
+        serde_json::to_string(self).unwrap_or_else(|_| String::from(r#"{"plan":"","tool_calls":[]}"#))
     }
 }
 
@@ -214,10 +213,7 @@ impl Findings {
         let bytes = region.as_bytes();
         let mut pos = 0;
         let mut unclosed = 0;
-        while let Some(offset) = bytes
-            .get(pos..)
-            .and_then(|rest| rest.iter().position(|&b| b == b'{'))
-        {
+        while let Some(offset) = bytes.get(pos..).and_then(|rest| rest.iter().position(|&b| b == b'{')) {
             let start = pos + offset;
             let span = scan_object(bytes, start);
             if span.closed {
@@ -258,11 +254,7 @@ impl Findings {
                             &mut self.invalid_other
                         };
                         if slot.is_none() {
-                            *slot = Some(describe_json5_error(
-                                &err,
-                                candidate,
-                                "the object's opening brace",
-                            ));
+                            *slot = Some(describe_json5_error(&err, candidate, "the object's opening brace"));
                         }
                     }
                 }
@@ -462,15 +454,8 @@ fn describe_json5_error(err: &json5::Error, text: &str, origin: &str) -> String 
         tail.reverse();
         tail.into_iter().collect()
     };
-    let after: String = text
-        .get(offset..)
-        .unwrap_or_default()
-        .chars()
-        .take(30)
-        .collect();
-    let excerpt = format!("{before}{after}")
-        .replace('\r', "")
-        .replace('\n', "\\n");
+    let after: String = text.get(offset..).unwrap_or_default().chars().take(30).collect();
+    let excerpt = format!("{before}{after}").replace('\r', "").replace('\n', "\\n");
     format!("{err} (counting from {origin}), near `{excerpt}`")
 }
 
@@ -536,11 +521,9 @@ fn reply_from_object(mut object: Map<String, Value>) -> Result<ModelReply, Reply
         None | Some(Value::Null) => String::new(),
         Some(Value::String(plan)) => plan,
         // A plan written as a list of steps carries the same meaning as the joined text.
-        Some(Value::Array(steps)) if steps.iter().all(Value::is_string) => steps
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some(Value::Array(steps)) if steps.iter().all(Value::is_string) => {
+            steps.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")
+        }
         Some(other) => {
             return Err(ReplyError::PlanNotString {
                 found: describe(&other),
@@ -637,9 +620,7 @@ fn stringified_arguments(index: usize, encoded: &str) -> Result<Map<String, Valu
         Err(_) => {}
     }
     if !trimmed.starts_with('{') {
-        return Err(not_object(String::from(
-            "a string that does not contain a JSON object",
-        )));
+        return Err(not_object(String::from("a string that does not contain a JSON object")));
     }
     if scan_object(trimmed.as_bytes(), 0).max_nesting > MAX_NESTING {
         return Err(not_object(format!(
@@ -697,10 +678,7 @@ mod tests {
             Case {
                 name: "plain valid JSON",
                 input: VALID,
-                expect: Calls(&[
-                    ("read_file", "path", "README.md"),
-                    ("edit_file", "new_text", "the"),
-                ]),
+                expect: Calls(&[("read_file", "path", "README.md"), ("edit_file", "new_text", "the")]),
             },
             Case {
                 name: "fence with language tag",
@@ -860,11 +838,7 @@ mod tests {
             Case {
                 name: "braces and escaped quotes inside strings",
                 input: r#"Writing the file now: {"plan": "add a \"{\" brace", "tool_calls": [{"tool_name": "write_file", "arguments": {"path": "src/lib.rs", "content": "fn f() { let s = \"}\"; let t = '{'; }\n"}}]} done"#,
-                expect: Calls(&[(
-                    "write_file",
-                    "content",
-                    "fn f() { let s = \"}\"; let t = '{'; }\n",
-                )]),
+                expect: Calls(&[("write_file", "content", "fn f() { let s = \"}\"; let t = '{'; }\n")]),
             },
             Case {
                 name: "braces and double quotes inside single-quoted strings",
@@ -904,9 +878,7 @@ mod tests {
             Case {
                 name: "syntax error JSON5 cannot repair",
                 input: r#"{"plan": "p" "tool_calls": [{"tool_name": "read_file", "arguments": {"path": "a"}}]}"#,
-                expect: Error(
-                    |e| matches!(e, ReplyError::InvalidJson { detail } if detail.contains("tool_calls")),
-                ),
+                expect: Error(|e| matches!(e, ReplyError::InvalidJson { detail } if detail.contains("tool_calls"))),
             },
             Case {
                 name: "lone closing brace",
@@ -928,11 +900,7 @@ mod tests {
             let result = parse_reply(case.input);
             match (&case.expect, &result) {
                 (Expect::Calls(expected), Ok(reply)) => {
-                    let names: Vec<&str> = reply
-                        .tool_calls
-                        .iter()
-                        .map(|c| c.tool_name.as_str())
-                        .collect();
+                    let names: Vec<&str> = reply.tool_calls.iter().map(|c| c.tool_name.as_str()).collect();
                     let wanted: Vec<&str> = expected.iter().map(|(name, _, _)| *name).collect();
                     if names != wanted {
                         failures.push(format!("{}: calls {names:?}, wanted {wanted:?}", case.name));
@@ -965,17 +933,14 @@ mod tests {
                 }
             }
         }
-        assert!(
-            failures.is_empty(),
-            "failing cases:\n{}",
-            failures.join("\n")
-        );
+        assert!(failures.is_empty(), "failing cases:\n{}", failures.join("\n"));
     }
 
     #[test]
     fn truncation_error_says_truncated_and_asks_for_shorter_reply() {
-        let err = parse_reply(r#"{"plan": "p", "tool_calls": [{"tool_name": "write_file", "arguments": {"content": "abc"#)
-            .unwrap_err();
+        let err =
+            parse_reply(r#"{"plan": "p", "tool_calls": [{"tool_name": "write_file", "arguments": {"content": "abc"#)
+                .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("truncated"), "{text}");
         assert!(text.contains("shorter"), "{text}");

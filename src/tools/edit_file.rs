@@ -20,7 +20,12 @@ impl Tool for EditFile {
             "Replace one exact occurrence of old_text with new_text in a file. old_text must appear exactly once; include surrounding lines to make it unique.",
             object_schema(&[
                 ("path", "string", "file path relative to the repository root", true),
-                ("old_text", "string", "the exact text to replace (must occur exactly once)", true),
+                (
+                    "old_text",
+                    "string",
+                    "the exact text to replace (must occur exactly once)",
+                    true,
+                ),
                 ("new_text", "string", "the replacement text", true),
             ]),
         )
@@ -29,7 +34,7 @@ impl Tool for EditFile {
     async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let requested = args::required_str(arguments, "path")?;
         let old_text = args::required_str(arguments, "old_text")?;
-        let new_text = args::required_str(arguments, "new_text")?;
+        let new_text = &ctx.redactor.redact(args::required_str(arguments, "new_text")?);
         if old_text.is_empty() {
             return Err(ToolError::model("old_text is empty; to create a file use write_file"));
         }

@@ -43,7 +43,9 @@ impl Tool for WriteFile {
 
     async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let requested = args::required_str(arguments, "path")?;
-        let content = args::required_str(arguments, "content")?;
+        // A secret can only reach the model through a leak elsewhere; should one have, it still
+        // never lands in a file of the clone (and so never in a pull request).
+        let content = &ctx.redactor.redact(args::required_str(arguments, "content")?);
         let path = ctx.paths.resolve(requested, Access::Write)?;
         let existed = path.exists();
         write_resolved(&path, requested, content)?;

@@ -10,7 +10,10 @@ fn pr_replies(path: &str, content: &str, title: &str) -> Vec<String> {
         "write and propose",
         &[
             ("write_file", json!({"path": path, "content": content})),
-            ("create_pull_request", json!({"title": title, "body": format!("Adds {path}.")})),
+            (
+                "create_pull_request",
+                json!({"title": title, "body": format!("Adds {path}.")}),
+            ),
             ("finish", json!({"status": "completed", "summary": title})),
         ],
     )]
@@ -28,7 +31,11 @@ fn single_cycle_opens_a_local_pull_request_and_leaves_the_base_alone() {
     assert_eq!(repo.git(&["rev-parse", "main"]), main_before, "base branch unchanged");
     assert_eq!(repo.git(&["show", "upkeep/add-notes:docs/NOTES.md"]), "notes");
     assert_eq!(repo.git(&["log", "--format=%s", "-1", "upkeep/add-notes"]), "Add notes");
-    assert_eq!(repo.git(&["rev-parse", "upkeep/add-notes~1"]), main_before, "one commit on top of main");
+    assert_eq!(
+        repo.git(&["rev-parse", "upkeep/add-notes~1"]),
+        main_before,
+        "one commit on top of main"
+    );
     assert_eq!(repo.description("upkeep/add-notes"), "Add notes\n\nAdds docs/NOTES.md.");
 
     let prs = out.events_of("pull_request");
@@ -50,7 +57,16 @@ fn every_event_carries_run_id_timestamp_and_scope() {
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap_or("")).collect();
     assert_eq!(
         kinds,
-        ["run_started", "cycle_started", "model_response", "plan", "tool_call", "tool_result", "cycle_finished", "run_finished"]
+        [
+            "run_started",
+            "cycle_started",
+            "model_response",
+            "plan",
+            "tool_call",
+            "tool_result",
+            "cycle_finished",
+            "run_finished"
+        ]
     );
     let run_id = events[0]["run_id"].as_str().expect("run_id").to_owned();
     for event in &events {
@@ -71,7 +87,10 @@ fn a_failing_call_stops_its_batch_and_the_model_recovers() {
             "three calls; the second fails",
             &[
                 ("write_file", json!({"path": "a.txt", "content": "a"})),
-                ("edit_file", json!({"path": "missing.txt", "old_text": "x", "new_text": "y"})),
+                (
+                    "edit_file",
+                    json!({"path": "missing.txt", "old_text": "x", "new_text": "y"}),
+                ),
                 ("write_file", json!({"path": "b.txt", "content": "b"})),
             ],
         ),
@@ -86,9 +105,17 @@ fn a_failing_call_stops_its_batch_and_the_model_recovers() {
     ]);
     let out = run_local(&repo, &script, &["--task", "t"]);
     out.assert_code(0);
-    let turn_one_calls: Vec<_> = out.events_of("tool_call").into_iter().filter(|e| e["turn"] == 1).collect();
+    let turn_one_calls: Vec<_> = out
+        .events_of("tool_call")
+        .into_iter()
+        .filter(|e| e["turn"] == 1)
+        .collect();
     assert_eq!(turn_one_calls.len(), 2, "the call after the failing one never ran");
-    let failed: Vec<_> = out.events_of("tool_result").into_iter().filter(|e| e["ok"] == false).collect();
+    let failed: Vec<_> = out
+        .events_of("tool_result")
+        .into_iter()
+        .filter(|e| e["ok"] == false)
+        .collect();
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0]["tool"], "edit_file");
     let files = repo.git(&["ls-tree", "--name-only", "upkeep/add-files"]);
@@ -135,7 +162,10 @@ fn running_out_of_scripted_replies_is_a_runtime_error() {
 fn safe_mode_rejects_run_shell_command_and_never_runs_it() {
     let repo = TestRepo::new();
     let replies = [
-        reply("try the shell", &[("run_shell_command", json!({"command": "echo made > marker.txt"}))]),
+        reply(
+            "try the shell",
+            &[("run_shell_command", json!({"command": "echo made > marker.txt"}))],
+        ),
         reply("look", &[("read_file", json!({"path": "marker.txt"}))]),
         finish("no_tasks"),
     ];
@@ -145,8 +175,17 @@ fn safe_mode_rejects_run_shell_command_and_never_runs_it() {
     let rejected = out.events_of("tool_rejected");
     assert_eq!(rejected.len(), 1);
     assert_eq!(rejected[0]["tool"], "run_shell_command");
-    assert!(rejected[0]["reason"].as_str().unwrap_or("").contains("--allow-dangerous-tools"));
-    let read = out.events_of("tool_result").into_iter().find(|e| e["tool"] == "read_file").expect("read ran");
+    assert!(
+        rejected[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--allow-dangerous-tools")
+    );
+    let read = out
+        .events_of("tool_result")
+        .into_iter()
+        .find(|e| e["tool"] == "read_file")
+        .expect("read ran");
     assert_eq!(read["ok"], false, "marker.txt was never created: {read}");
 
     // With the flag the same script runs the command.
@@ -154,7 +193,11 @@ fn safe_mode_rejects_run_shell_command_and_never_runs_it() {
     let out = run_local(&repo, &script, &["--task", "t", "--allow-dangerous-tools"]);
     out.assert_code(0);
     assert!(out.events_of("tool_rejected").is_empty());
-    let read = out.events_of("tool_result").into_iter().find(|e| e["tool"] == "read_file").expect("read ran");
+    let read = out
+        .events_of("tool_result")
+        .into_iter()
+        .find(|e| e["tool"] == "read_file")
+        .expect("read ran");
     assert_eq!(read["ok"], true, "{read}");
     assert_eq!(read["output"], "made\n");
 }
@@ -168,7 +211,12 @@ fn the_tools_listing_hides_dangerous_tools_in_safe_mode() {
     let dangerous = Upkeep::new().args(["tools", "--allow-dangerous-tools", "--json"]).run();
     dangerous.assert_code(0);
     let listing: serde_json::Value = serde_json::from_str(&dangerous.stdout).expect("json");
-    let names: Vec<&str> = listing["tools"].as_array().expect("tools").iter().filter_map(|t| t["name"].as_str()).collect();
+    let names: Vec<&str> = listing["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
     assert!(names.contains(&"run_shell_command"), "{names:?}");
 }
 
@@ -187,8 +235,14 @@ fn every_path_escape_is_refused_and_nothing_is_written_outside() {
         json!({"path": "escape/through-link.txt", "content": "x"}),
         json!({"path": ".github/workflows/ci.yml", "content": "x"}),
     ];
-    let mut replies: Vec<String> = attempts.iter().map(|args| reply("escape", &[("write_file", args.clone())])).collect();
-    replies.push(reply("read outside", &[("read_file", json!({"path": "escape/secret.txt"}))]));
+    let mut replies: Vec<String> = attempts
+        .iter()
+        .map(|args| reply("escape", &[("write_file", args.clone())]))
+        .collect();
+    replies.push(reply(
+        "read outside",
+        &[("read_file", json!({"path": "escape/secret.txt"}))],
+    ));
     replies.push(finish("no_tasks"));
     std::fs::write(outside.path().join("secret.txt"), "outside secret").expect("write");
     let out = run_local(&repo, &Script::new(&replies), &["--task", "t"]);
@@ -199,11 +253,22 @@ fn every_path_escape_is_refused_and_nothing_is_written_outside() {
     for result in &writes {
         assert_eq!(result["ok"], false, "{result}");
     }
-    let read = results.iter().find(|e| e["tool"] == "read_file").expect("read attempted");
+    let read = results
+        .iter()
+        .find(|e| e["tool"] == "read_file")
+        .expect("read attempted");
     assert_eq!(read["ok"], false);
     assert!(!read["output"].as_str().unwrap_or("").contains("outside secret"));
-    let outside_entries: Vec<_> = std::fs::read_dir(outside.path()).expect("read").flatten().map(|e| e.file_name()).collect();
-    assert_eq!(outside_entries, vec![std::ffi::OsString::from("secret.txt")], "nothing written outside");
+    let outside_entries: Vec<_> = std::fs::read_dir(outside.path())
+        .expect("read")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        outside_entries,
+        vec![std::ffi::OsString::from("secret.txt")],
+        "nothing written outside"
+    );
     assert!(!repo.path().parent().expect("parent").join("outside.txt").exists());
 }
 
@@ -216,7 +281,11 @@ fn dry_run_prints_the_pull_request_and_changes_nothing() {
     let out = run_local(&repo, &script, &["--task", "t", "--dry-run"]);
     out.assert_code(0);
     assert_eq!(repo.refs(), before, "no branch pushed");
-    assert_eq!(repo.git(&["config", "--list", "--local"]), config_before, "no description recorded");
+    assert_eq!(
+        repo.git(&["config", "--list", "--local"]),
+        config_before,
+        "no description recorded"
+    );
     assert!(out.stderr.contains("title:  Add NEW"), "{}", out.stderr);
     assert!(out.stderr.contains("+fresh content"), "diff shown: {}", out.stderr);
 }
@@ -233,8 +302,15 @@ fn continuous_mode_works_two_tasks_then_stops_on_no_tasks() {
     // Each cycle starts from a fresh copy of the base: cycle two's branch lacks cycle one's file.
     let second = repo.git(&["ls-tree", "--name-only", "upkeep/add-two"]);
     assert!(!second.contains("one.txt"), "{second}");
-    let cycles: Vec<_> = out.events_of("cycle_finished").iter().map(|e| e["outcome"].clone()).collect();
-    assert_eq!(cycles, vec![json!("pull_request"), json!("pull_request"), json!("no_tasks")]);
+    let cycles: Vec<_> = out
+        .events_of("cycle_finished")
+        .iter()
+        .map(|e| e["outcome"].clone())
+        .collect();
+    assert_eq!(
+        cycles,
+        vec![json!("pull_request"), json!("pull_request"), json!("no_tasks")]
+    );
     assert_eq!(out.events_of("run_finished")[0]["cycles"], 3);
 }
 
@@ -255,16 +331,27 @@ fn a_question_ends_a_continuous_run_with_exit_3() {
     let script = Script::new(&[reply(
         "unclear",
         &[
-            ("ask_question", json!({"question_text": "Should the API stay backwards compatible?"})),
+            (
+                "ask_question",
+                json!({"question_text": "Should the API stay backwards compatible?"}),
+            ),
             ("write_file", json!({"path": "never.txt", "content": "x"})),
         ],
     )]);
     let out = run_local(&repo, &script, &["--continuous"]);
     out.assert_code(3);
-    assert!(out.stderr.contains("Should the API stay backwards compatible?"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Should the API stay backwards compatible?"),
+        "{}",
+        out.stderr
+    );
     let questions = out.events_of("question");
     assert_eq!(questions[0]["question"], "Should the API stay backwards compatible?");
-    assert_eq!(out.events_of("tool_call").len(), 1, "the call after ask_question was skipped");
+    assert_eq!(
+        out.events_of("tool_call").len(),
+        1,
+        "the call after ask_question was skipped"
+    );
     assert_eq!(out.events_of("run_finished")[0]["exit_code"], 3);
 }
 
@@ -274,10 +361,18 @@ fn a_trace_replays_into_the_same_pull_request() {
     let trace_dir = tempfile::tempdir().expect("tempdir");
     let trace = trace_dir.path().join("trace.jsonl");
     let script = Script::new(&pr_replies("CHANGELOG.md", "# Changelog\n", "Start a changelog"));
-    let out = run_local(&first, &script, &["--task", "t", "--trace", trace.to_str().expect("utf-8")]);
+    let out = run_local(
+        &first,
+        &script,
+        &["--task", "t", "--trace", trace.to_str().expect("utf-8")],
+    );
     out.assert_code(0);
     let trace_text = std::fs::read_to_string(&trace).expect("trace written");
-    assert_eq!(trace_text.lines().count(), out.stdout.lines().count(), "trace holds the same events as stdout");
+    assert_eq!(
+        trace_text.lines().count(),
+        out.stdout.lines().count(),
+        "trace holds the same events as stdout"
+    );
 
     let second = TestRepo::new();
     let replayed = super::support::Upkeep::new()
@@ -290,7 +385,10 @@ fn a_trace_replays_into_the_same_pull_request() {
     assert_eq!(second.bot_branches(), first.bot_branches());
     let diff = |repo: &TestRepo| repo.git(&["diff", "main", "upkeep/start-a-changelog"]);
     assert_eq!(diff(&second), diff(&first));
-    assert_eq!(second.description("upkeep/start-a-changelog"), first.description("upkeep/start-a-changelog"));
+    assert_eq!(
+        second.description("upkeep/start-a-changelog"),
+        first.description("upkeep/start-a-changelog")
+    );
 }
 
 #[test]
@@ -299,33 +397,54 @@ fn a_broken_upkeep_toml_is_a_usage_error_naming_the_key() {
     let out = run_local(&repo, &Script::new(&[finish("no_tasks")]), &[]);
     out.assert_code(2);
     assert!(out.stderr.contains("max_turns"), "{}", out.stderr);
-    assert!(out.events_of("model_response").is_empty(), "no model call before the error");
+    assert!(
+        out.events_of("model_response").is_empty(),
+        "no model call before the error"
+    );
 }
 
 #[test]
 fn upkeep_toml_settings_apply_below_flags() {
-    let repo = TestRepo::with_files(&[(".upkeep.toml", "max_turns = 1\ntasks_file = \"BACKLOG.md\"\n"), ("BACKLOG.md", "- x\n")]);
+    let repo = TestRepo::with_files(&[
+        (".upkeep.toml", "max_turns = 1\ntasks_file = \"BACKLOG.md\"\n"),
+        ("BACKLOG.md", "- x\n"),
+    ]);
     let read = reply("read", &[("read_file", json!({"path": "README.md"}))]);
     let out = run_local(&repo, &Script::new(&[read.clone(), read.clone()]), &[]);
     out.assert_code(4);
     assert_eq!(out.events_of("model_response").len(), 1, "max_turns from the file");
     // The flag wins over the file; the environment too.
-    let out = run_local(&repo, &Script::new(&[read.clone(), finish("no_tasks")]), &["--max-turns", "2"]);
+    let out = run_local(
+        &repo,
+        &Script::new(&[read.clone(), finish("no_tasks")]),
+        &["--max-turns", "2"],
+    );
     out.assert_code(0);
 }
 
 #[test]
 fn bad_flags_exit_2_before_any_work() {
     let repo = TestRepo::new();
-    let out = Upkeep::new().args(["run", "--max-turns", "zero", "--repo"]).args([repo.path()]).run();
+    let out = Upkeep::new()
+        .args(["run", "--max-turns", "zero", "--repo"])
+        .args([repo.path()])
+        .run();
     out.assert_code(2);
     assert!(out.stderr.contains("--max-turns"), "{}", out.stderr);
     let out = Upkeep::new().args(["run", "--repo"]).args([repo.path()]).run();
     out.assert_code(2);
     assert!(out.stderr.contains("OPENAI_API_KEY"), "{}", out.stderr);
-    let out = Upkeep::new().env("UPKEEP_MAX_TURNS", "-3").args(["run", "--repo"]).args([repo.path()]).run();
+    let out = Upkeep::new()
+        .env("UPKEEP_MAX_TURNS", "-3")
+        .args(["run", "--repo"])
+        .args([repo.path()])
+        .run();
     out.assert_code(2);
-    assert!(out.stderr.to_lowercase().contains("max-turns") || out.stderr.contains("MAX_TURNS"), "{}", out.stderr);
+    assert!(
+        out.stderr.to_lowercase().contains("max-turns") || out.stderr.contains("MAX_TURNS"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -348,10 +467,90 @@ fn the_demo_runs_offline_and_opens_a_local_pull_request() {
     let dir = keep.path().join("demo");
     let out = Upkeep::new().args(["demo", "--dir"]).args([&dir]).run();
     out.assert_code(0);
-    assert!(out.stderr.contains("upkeep/fix-readme-typo-and-add-a-usage-section"), "{}", out.stderr);
-    assert!(out.stderr.contains("+A tiny greeter. Run it and receive a friendly greeting."), "{}", out.stderr);
-    let description = super::support::git(&dir, &["config", "branch.upkeep/fix-readme-typo-and-add-a-usage-section.description"]);
-    assert!(description.starts_with("Fix README typo and add a usage section"), "{description}");
+    assert!(
+        out.stderr.contains("upkeep/fix-readme-typo-and-add-a-usage-section"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("+A tiny greeter. Run it and receive a friendly greeting."),
+        "{}",
+        out.stderr
+    );
+    let description = super::support::git(
+        &dir,
+        &[
+            "config",
+            "branch.upkeep/fix-readme-typo-and-add-a-usage-section.description",
+        ],
+    );
+    assert!(
+        description.starts_with("Fix README typo and add a usage section"),
+        "{description}"
+    );
     let readme = super::support::git(&dir, &["show", "main:README.md"]);
     assert!(readme.contains("recieve"), "base branch unchanged");
+}
+
+#[test]
+fn base_flag_picks_the_branch_and_the_author_is_configurable() {
+    let repo = TestRepo::new();
+    repo.git(&["checkout", "-q", "-b", "develop"]);
+    repo.write("DEVELOP.md", "only on develop\n");
+    repo.commit("develop work");
+    repo.git(&["checkout", "-q", "main"]);
+    let develop_before = repo.git(&["rev-parse", "develop"]);
+    let script = Script::new(&pr_replies("new.txt", "n\n", "Add new"));
+    let out = run_local(
+        &repo,
+        &script,
+        &["--task", "t", "--base", "develop", "--author-name", "Maint Bot", "--author-email", "bot@example.org"],
+    );
+    out.assert_code(0);
+    assert_eq!(out.events_of("cycle_started")[0]["base"], "develop");
+    assert_eq!(repo.git(&["rev-parse", "upkeep/add-new~1"]), develop_before, "branched from develop");
+    assert_eq!(repo.git(&["rev-parse", "develop"]), develop_before, "develop unchanged");
+    assert_eq!(repo.git(&["log", "-1", "--format=%an <%ae>", "upkeep/add-new"]), "Maint Bot <bot@example.org>");
+}
+
+#[test]
+fn the_default_identity_is_upkeeps_own() {
+    let repo = TestRepo::new();
+    let out = run_local(&repo, &Script::new(&pr_replies("n.txt", "n\n", "Add n")), &["--task", "t"]);
+    out.assert_code(0);
+    assert_eq!(repo.git(&["log", "-1", "--format=%an <%ae>", "upkeep/add-n"]), "upkeep <upkeep@users.noreply.github.com>");
+}
+
+#[test]
+fn list_files_honours_gitignore() {
+    let repo = TestRepo::with_files(&[(".gitignore", "build/\n*.log\n"), ("src/a.rs", "a\n")]);
+    std::fs::create_dir_all(repo.path().join("build")).expect("mkdir");
+    let script = Script::new(&[
+        reply(
+            "list",
+            &[
+                ("write_file", json!({"path": "build/out.bin", "content": "x"})),
+                ("write_file", json!({"path": "debug.log", "content": "x"})),
+                ("list_files", json!({})),
+                ("search_files", json!({"pattern": "^a$"})),
+            ],
+        ),
+        finish("no_tasks"),
+    ]);
+    let out = run_local(&repo, &script, &["--task", "t"]);
+    out.assert_code(0);
+    let results = out.events_of("tool_result");
+    let listing = results.iter().find(|e| e["tool"] == "list_files").expect("listed")["output"].as_str().unwrap_or("").to_owned();
+    assert!(listing.contains("src/a.rs") && listing.contains(".gitignore"), "{listing}");
+    assert!(!listing.contains("build/out.bin") && !listing.contains("debug.log"), "{listing}");
+    let search = results.iter().find(|e| e["tool"] == "search_files").expect("searched")["output"].as_str().unwrap_or("").to_owned();
+    assert_eq!(search, "src/a.rs:1: a");
+}
+
+#[test]
+fn help_text() {
+    let out = Upkeep::new().args(["run", "--help"]).run();
+    out.assert_code(0);
+    insta::assert_snapshot!(out.stdout);
 }
