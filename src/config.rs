@@ -106,11 +106,16 @@ impl FileConfig {
         let parsed: FileConfig =
             toml::from_str(text).map_err(|error| ConfigError(format!("{origin} is not valid: {error}")))?;
         if parsed.max_turns == Some(0) {
-            return Err(ConfigError(format!("{origin}: invalid `max_turns`: must be at least 1")));
+            return Err(ConfigError(format!(
+                "{origin}: invalid `max_turns`: must be at least 1"
+            )));
         }
         for pattern in parsed.protected_paths.iter().flatten() {
-            globset::Glob::new(pattern)
-                .map_err(|error| ConfigError(format!("{origin}: invalid `protected_paths` entry {pattern:?}: {error}")))?;
+            globset::Glob::new(pattern).map_err(|error| {
+                ConfigError(format!(
+                    "{origin}: invalid `protected_paths` entry {pattern:?}: {error}"
+                ))
+            })?;
         }
         Ok(parsed)
     }
@@ -128,7 +133,11 @@ pub enum RepoSource {
     /// A local path (or `file://` URL), canonicalised.
     Local(PathBuf),
     /// A repository on GitHub (or GitHub Enterprise).
-    GitHub { owner: String, name: String, clone_url: String },
+    GitHub {
+        owner: String,
+        name: String,
+        clone_url: String,
+    },
     /// Any other remote URL.
     Remote(String),
 }
@@ -147,7 +156,11 @@ impl RepoSource {
         if spec.starts_with("https://") || spec.starts_with("http://") {
             if let Some(rest) = spec.strip_prefix(server).and_then(|r| r.strip_prefix('/')) {
                 if let Some((owner, name)) = split_owner_name(rest.trim_end_matches('/').trim_end_matches(".git")) {
-                    return Ok(RepoSource::GitHub { owner, name, clone_url: spec.to_owned() });
+                    return Ok(RepoSource::GitHub {
+                        owner,
+                        name,
+                        clone_url: spec.to_owned(),
+                    });
                 }
             }
             return Ok(RepoSource::Remote(spec.to_owned()));
@@ -160,11 +173,17 @@ impl RepoSource {
             return Self::local(path, spec);
         }
         if let Some((owner, name)) = split_owner_name(spec) {
-            return Ok(RepoSource::GitHub { clone_url: format!("{server}/{owner}/{name}.git"), owner, name });
+            return Ok(RepoSource::GitHub {
+                clone_url: format!("{server}/{owner}/{name}.git"),
+                owner,
+                name,
+            });
         }
         Err(ConfigError::key(
             "--repo",
-            format!("{spec:?} is neither owner/name, a URL (https://, ssh://, git@host:path, file://) nor an existing path"),
+            format!(
+                "{spec:?} is neither owner/name, a URL (https://, ssh://, git@host:path, file://) nor an existing path"
+            ),
         ))
     }
 
@@ -173,7 +192,10 @@ impl RepoSource {
             .canonicalize()
             .map_err(|error| ConfigError::key("--repo", format!("{spec}: {error}")))?;
         if git2::Repository::open(&canonical).is_err() {
-            return Err(ConfigError::key("--repo", format!("{} is not a git repository", canonical.display())));
+            return Err(ConfigError::key(
+                "--repo",
+                format!("{} is not a git repository", canonical.display()),
+            ));
         }
         Ok(RepoSource::Local(canonical))
     }
@@ -304,14 +326,21 @@ fn env_secret(names: &[&str]) -> Option<SecretString> {
 }
 
 fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty()).unwrap_or_else(|| default.to_owned())
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }
 
 impl Config {
     pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
         let github = GitHubSettings {
-            server_url: env_or("GITHUB_SERVER_URL", DEFAULT_GITHUB_SERVER).trim_end_matches('/').to_owned(),
-            api_url: env_or("GITHUB_API_URL", DEFAULT_GITHUB_API).trim_end_matches('/').to_owned(),
+            server_url: env_or("GITHUB_SERVER_URL", DEFAULT_GITHUB_SERVER)
+                .trim_end_matches('/')
+                .to_owned(),
+            api_url: env_or("GITHUB_API_URL", DEFAULT_GITHUB_API)
+                .trim_end_matches('/')
+                .to_owned(),
             token: env_secret(&["GITHUB_TOKEN", "GH_TOKEN"]),
         };
         let source = RepoSource::parse(&args.repo, &github.server_url)?;
@@ -328,7 +357,10 @@ impl Config {
 
         let kind = match (args.provider, &args.replay) {
             (Some(kind), Some(_)) if kind != ProviderKind::Replay => {
-                return Err(ConfigError::key("--provider", format!("{} conflicts with --replay, which implies replay", kind.as_str())));
+                return Err(ConfigError::key(
+                    "--provider",
+                    format!("{} conflicts with --replay, which implies replay", kind.as_str()),
+                ));
             }
             (_, Some(_)) => ProviderKind::Replay,
             (Some(kind), None) => kind,
@@ -338,7 +370,10 @@ impl Config {
             match &args.replay {
                 None => return Err(ConfigError::key("--provider", "replay needs --replay FILE")),
                 Some(path) if !path.is_file() => {
-                    return Err(ConfigError::key("--replay", format!("{} does not exist", path.display())));
+                    return Err(ConfigError::key(
+                        "--replay",
+                        format!("{} does not exist", path.display()),
+                    ));
                 }
                 Some(_) => {}
             }
@@ -370,13 +405,18 @@ impl Config {
         }
 
         let forge = match (args.forge, &source) {
-            (Some(ForgeKind::Local), RepoSource::Local(_)) | (Some(ForgeKind::None), _) => args.forge.unwrap_or(ForgeKind::None),
+            (Some(ForgeKind::Local), RepoSource::Local(_)) | (Some(ForgeKind::None), _) => {
+                args.forge.unwrap_or(ForgeKind::None)
+            }
             (Some(ForgeKind::Local), _) => {
                 return Err(ConfigError::key("--forge", "local needs --repo to be a local path"));
             }
             (Some(ForgeKind::Github), RepoSource::GitHub { .. }) => ForgeKind::Github,
             (Some(ForgeKind::Github), _) => {
-                return Err(ConfigError::key("--forge", "github needs --repo owner/name or a URL on $GITHUB_SERVER_URL"));
+                return Err(ConfigError::key(
+                    "--forge",
+                    "github needs --repo owner/name or a URL on $GITHUB_SERVER_URL",
+                ));
             }
             (None, RepoSource::Local(_)) => ForgeKind::Local,
             (None, RepoSource::GitHub { .. }) => ForgeKind::Github,
@@ -391,7 +431,10 @@ impl Config {
 
         if let Some(cost) = args.max_cost {
             if !(cost.is_finite() && cost > 0.0) {
-                return Err(ConfigError::key("--max-cost", "must be a positive number of US dollars"));
+                return Err(ConfigError::key(
+                    "--max-cost",
+                    "must be a positive number of US dollars",
+                ));
             }
         }
 
@@ -418,7 +461,11 @@ impl Config {
         Ok(Config {
             source,
             task,
-            mode: if args.continuous { Mode::Continuous } else { Mode::Single },
+            mode: if args.continuous {
+                Mode::Continuous
+            } else {
+                Mode::Single
+            },
             max_cycles: args.max_cycles.unwrap_or(DEFAULT_MAX_CYCLES),
             dangerous_tools: args.allow_dangerous_tools,
             provider: ProviderSettings {
@@ -486,7 +533,10 @@ impl Config {
                 .iter()
                 .find_map(|layer| layer.protected_paths.clone())
                 .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|s| (*s).to_owned()).collect()),
-            max_turns: layers.iter().find_map(|layer| layer.max_turns).unwrap_or(DEFAULT_MAX_TURNS),
+            max_turns: layers
+                .iter()
+                .find_map(|layer| layer.max_turns)
+                .unwrap_or(DEFAULT_MAX_TURNS),
             declared_tools,
             prices,
         }
@@ -512,7 +562,10 @@ mod tests {
             RepoSource::parse("https://github.com/a/b.git", DEFAULT_GITHUB_SERVER),
             Ok(RepoSource::GitHub { .. })
         ));
-        assert!(matches!(RepoSource::parse("git@gitlab.com:a/b.git", DEFAULT_GITHUB_SERVER), Ok(RepoSource::Remote(_))));
+        assert!(matches!(
+            RepoSource::parse("git@gitlab.com:a/b.git", DEFAULT_GITHUB_SERVER),
+            Ok(RepoSource::Remote(_))
+        ));
         assert!(RepoSource::parse("not a repo at all", DEFAULT_GITHUB_SERVER).is_err());
     }
 

@@ -181,9 +181,20 @@ fn one_line(text: &str, max: usize) -> String {
 fn render_human(scope: Scope, event: &Event) -> Option<String> {
     let turn = scope.turn.map(|t| format!("[turn {t}] ")).unwrap_or_default();
     Some(match event {
-        Event::RunStarted { repo, mode, provider, model, dangerous_tools, sandbox } => format!(
+        Event::RunStarted {
+            repo,
+            mode,
+            provider,
+            model,
+            dangerous_tools,
+            sandbox,
+        } => format!(
             "upkeep: {repo} ({mode} mode, {provider}/{model}{})",
-            if *dangerous_tools { format!(", dangerous tools ON, sandbox: {sandbox}") } else { String::new() }
+            if *dangerous_tools {
+                format!(", dangerous tools ON, sandbox: {sandbox}")
+            } else {
+                String::new()
+            }
         ),
         Event::CycleStarted { base } => format!("── cycle {} on {base}", scope.cycle.unwrap_or(1)),
         Event::ModelResponse { .. } => return None,
@@ -206,10 +217,18 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
         Event::PullRequest { url, title, .. } => format!("✓ pull request: {title}\n  {url}"),
         Event::Question { question, .. } => {
             let body: String = question.lines().map(|l| format!("│ {l}\n")).collect();
-            format!("┌─ upkeep has a question for a human ─────────────\n{body}└─ answer it, then run upkeep again (exit code 3)")
+            format!(
+                "┌─ upkeep has a question for a human ─────────────\n{body}└─ answer it, then run upkeep again (exit code 3)"
+            )
         }
         Event::CycleFinished { outcome } => format!("── cycle {} finished: {outcome}", scope.cycle.unwrap_or(1)),
-        Event::RunFinished { outcome, cycles, usage, cost_usd, exit_code } => format!(
+        Event::RunFinished {
+            outcome,
+            cycles,
+            usage,
+            cost_usd,
+            exit_code,
+        } => format!(
             "upkeep finished: {outcome} after {cycles} cycle(s); {} input + {} output tokens, ${cost_usd:.4}; exit code {exit_code}",
             usage.input_tokens, usage.output_tokens
         ),

@@ -12,7 +12,9 @@ struct RedactingStderr {
 impl Write for RedactingStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        std::io::stderr().lock().write_all(self.redactor.redact(&text).as_bytes())?;
+        std::io::stderr()
+            .lock()
+            .write_all(self.redactor.redact(&text).as_bytes())?;
         Ok(buf.len())
     }
 
@@ -29,6 +31,8 @@ pub fn init() {
         .with_env_filter(filter)
         .with_target(false)
         .without_time()
-        .with_writer(move || RedactingStderr { redactor: redactor.clone() })
+        .with_writer(move || RedactingStderr {
+            redactor: redactor.clone(),
+        })
         .try_init();
 }

@@ -19,7 +19,11 @@ fn main() -> ExitCode {
         Err(error) => {
             // --help and --version print and succeed; real usage errors exit 2.
             let _ = error.print();
-            return if error.use_stderr() { ExitStatus::Usage.into() } else { ExitCode::SUCCESS };
+            return if error.use_stderr() {
+                ExitStatus::Usage.into()
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     upkeep::logging::init();

@@ -25,7 +25,8 @@ pub fn cancel_on_signal(cancel: CancellationToken) {
 /// Waits for SIGINT or SIGTERM; false when signals cannot be watched.
 async fn wait_for_signal() -> bool {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+    let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+    else {
         tracing::warn!("cannot watch SIGINT/SIGTERM; interrupts will kill upkeep without cleanup");
         return false;
     };

@@ -53,7 +53,10 @@ pub struct Identity {
 
 impl Default for Identity {
     fn default() -> Self {
-        Self { name: "upkeep".into(), email: "upkeep@users.noreply.github.com".into() }
+        Self {
+            name: "upkeep".into(),
+            email: "upkeep@users.noreply.github.com".into(),
+        }
     }
 }
 
@@ -66,7 +69,11 @@ pub struct GitAuth {
 
 impl std::fmt::Debug for GitAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GitAuth {{ token: {} }}", if self.token.is_some() { "set" } else { "none" })
+        write!(
+            f,
+            "GitAuth {{ token: {} }}",
+            if self.token.is_some() { "set" } else { "none" }
+        )
     }
 }
 
@@ -94,7 +101,10 @@ pub struct Workspace {
 
 impl std::fmt::Debug for Workspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Workspace").field("root", &self.root).field("base", &self.base).finish()
+        f.debug_struct("Workspace")
+            .field("root", &self.root)
+            .field("base", &self.base)
+            .finish()
     }
 }
 
@@ -108,7 +118,10 @@ impl Workspace {
     }
 
     pub fn clone_blocking(request: &CloneRequest, cancel: &CancellationToken) -> Result<Self, WorkspaceError> {
-        let dir = tempfile::Builder::new().prefix("upkeep-").tempdir().map_err(WorkspaceError::TempDir)?;
+        let dir = tempfile::Builder::new()
+            .prefix("upkeep-")
+            .tempdir()
+            .map_err(WorkspaceError::TempDir)?;
         let root = dir.path().join("repo");
         let scratch = dir.path().join("tmp");
         std::fs::create_dir(&scratch)?;
@@ -130,11 +143,21 @@ impl Workspace {
             if cancel.is_cancelled() {
                 WorkspaceError::Interrupted
             } else if attempts.get() > 1 || error.class() == git2::ErrorClass::Http && error.message().contains("401") {
-                WorkspaceError::AuthRejected { url: request.url.clone(), hint: auth_hint(&request.auth) }
-            } else if let Some(base) = request.base.as_ref().filter(|_| error.code() == git2::ErrorCode::NotFound) {
+                WorkspaceError::AuthRejected {
+                    url: request.url.clone(),
+                    hint: auth_hint(&request.auth),
+                }
+            } else if let Some(base) = request
+                .base
+                .as_ref()
+                .filter(|_| error.code() == git2::ErrorCode::NotFound)
+            {
                 WorkspaceError::MissingBase(base.clone())
             } else {
-                WorkspaceError::Clone { url: request.url.clone(), message: error.message().to_owned() }
+                WorkspaceError::Clone {
+                    url: request.url.clone(),
+                    message: error.message().to_owned(),
+                }
             }
         })?;
         let head = match repo.head() {
@@ -147,7 +170,14 @@ impl Workspace {
         let base = head.shorthand().unwrap_or("HEAD").to_owned();
         let base_commit = head.peel_to_commit()?.id();
         drop(head);
-        Ok(Self { _dir: dir, root: root.canonicalize()?, scratch, url: request.url.clone(), base, base_commit })
+        Ok(Self {
+            _dir: dir,
+            root: root.canonicalize()?,
+            scratch,
+            url: request.url.clone(),
+            base,
+            base_commit,
+        })
     }
 
     /// The clone's top-level directory (canonical: symlinks resolved).
@@ -181,7 +211,10 @@ impl Workspace {
     pub fn has_changes(&self) -> Result<bool, WorkspaceError> {
         let repo = self.open()?;
         let mut options = git2::StatusOptions::new();
-        options.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false);
         Ok(!repo.statuses(Some(&mut options))?.is_empty())
     }
 
@@ -260,12 +293,21 @@ impl Workspace {
         drop(options);
         if let Err(error) = result {
             if attempts.get() > 1 {
-                return Err(WorkspaceError::AuthRejected { url: self.url.clone(), hint: auth_hint(auth) });
+                return Err(WorkspaceError::AuthRejected {
+                    url: self.url.clone(),
+                    hint: auth_hint(auth),
+                });
             }
-            return Err(WorkspaceError::PushRejected { branch: branch.to_owned(), message: error.message().to_owned() });
+            return Err(WorkspaceError::PushRejected {
+                branch: branch.to_owned(),
+                message: error.message().to_owned(),
+            });
         }
         if let Some(message) = rejection.into_inner() {
-            return Err(WorkspaceError::PushRejected { branch: branch.to_owned(), message });
+            return Err(WorkspaceError::PushRejected {
+                branch: branch.to_owned(),
+                message,
+            });
         }
         Ok(())
     }
@@ -315,7 +357,9 @@ fn credential_callbacks<'a>(auth: &'a GitAuth, attempts: &'a Cell<u32>) -> Remot
         if allowed.contains(CredentialType::DEFAULT) {
             return Cred::default();
         }
-        Err(git2::Error::from_str("no credentials available: set GITHUB_TOKEN or GH_TOKEN"))
+        Err(git2::Error::from_str(
+            "no credentials available: set GITHUB_TOKEN or GH_TOKEN",
+        ))
     });
     callbacks
 }

@@ -42,12 +42,16 @@ pub fn price_for(model: &str, overrides: &BTreeMap<String, Price>) -> Option<Pri
         .iter()
         .filter(|(prefix, _, _)| bare.starts_with(prefix))
         .max_by_key(|(prefix, _, _)| prefix.len())
-        .map(|(_, input, output)| Price { input_per_mtok: *input, output_per_mtok: *output })
+        .map(|(_, input, output)| Price {
+            input_per_mtok: *input,
+            output_per_mtok: *output,
+        })
 }
 
 pub fn cost(price: Option<Price>, usage: Usage) -> f64 {
     price.map_or(0.0, |price| {
-        (usage.input_tokens as f64 * price.input_per_mtok + usage.output_tokens as f64 * price.output_per_mtok) / 1_000_000.0
+        (usage.input_tokens as f64 * price.input_per_mtok + usage.output_tokens as f64 * price.output_per_mtok)
+            / 1_000_000.0
     })
 }
 
@@ -58,14 +62,29 @@ mod tests {
     #[test]
     fn longest_prefix_wins_and_overrides_beat_the_table() {
         let none = BTreeMap::new();
-        assert_eq!(price_for("gpt-4.1-mini-2025-04-14", &none).map(|p| p.input_per_mtok), Some(0.40));
+        assert_eq!(
+            price_for("gpt-4.1-mini-2025-04-14", &none).map(|p| p.input_per_mtok),
+            Some(0.40)
+        );
         assert_eq!(price_for("gpt-4.1", &none).map(|p| p.input_per_mtok), Some(2.00));
-        assert_eq!(price_for("openai/gpt-4o", &none).map(|p| p.output_per_mtok), Some(10.00));
+        assert_eq!(
+            price_for("openai/gpt-4o", &none).map(|p| p.output_per_mtok),
+            Some(10.00)
+        );
         assert!(price_for("llama3.2", &none).is_none());
         let mut overrides = BTreeMap::new();
-        overrides.insert("llama3.2".to_owned(), Price { input_per_mtok: 1.0, output_per_mtok: 2.0 });
+        overrides.insert(
+            "llama3.2".to_owned(),
+            Price {
+                input_per_mtok: 1.0,
+                output_per_mtok: 2.0,
+            },
+        );
         let price = price_for("llama3.2", &overrides);
-        let usage = Usage { input_tokens: 1_000_000, output_tokens: 500_000 };
+        let usage = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 500_000,
+        };
         assert!((cost(price, usage) - 2.0).abs() < 1e-9);
     }
 }

@@ -32,7 +32,8 @@ impl Replay {
             if line.trim().is_empty() {
                 continue;
             }
-            let value: Value = serde_json::from_str(line).map_err(|error| format!("line {} is not JSON: {error}", index + 1))?;
+            let value: Value =
+                serde_json::from_str(line).map_err(|error| format!("line {} is not JSON: {error}", index + 1))?;
             let is_reply = matches!(value.get("type").and_then(Value::as_str), None | Some("model_response"));
             if let (true, Some(content)) = (is_reply, value.get("content").and_then(Value::as_str)) {
                 let usage = value
@@ -45,7 +46,10 @@ impl Replay {
         if replies.is_empty() {
             return Err("no model replies in it (lines with a `content` string)".into());
         }
-        Ok(Self { replies, next: Mutex::new(0) })
+        Ok(Self {
+            replies,
+            next: Mutex::new(0),
+        })
     }
 }
 
@@ -65,10 +69,16 @@ impl Provider for Replay {
             message: "replay state poisoned".into(),
         })?;
         let Some((content, usage)) = self.replies.get(*next) else {
-            return Err(ProviderError::ReplayExhausted { served: self.replies.len() });
+            return Err(ProviderError::ReplayExhausted {
+                served: self.replies.len(),
+            });
         };
         *next += 1;
-        Ok(Completion { content: content.clone(), usage: *usage, stop: StopReason::Complete })
+        Ok(Completion {
+            content: content.clone(),
+            usage: *usage,
+            stop: StopReason::Complete,
+        })
     }
 }
 
@@ -85,7 +95,13 @@ mod tests {
 "#;
         let replay = Replay::parse(script).expect("parses");
         assert_eq!(replay.replies.len(), 2);
-        assert_eq!(replay.replies[0].1, Usage { input_tokens: 3, output_tokens: 4 });
+        assert_eq!(
+            replay.replies[0].1,
+            Usage {
+                input_tokens: 3,
+                output_tokens: 4
+            }
+        );
         assert!(Replay::parse("not json").is_err());
     }
 }

@@ -32,12 +32,11 @@ pub fn optional_number(args: &Map<String, Value>, name: &str) -> Result<Option<u
             .as_u64()
             .map(Some)
             .ok_or_else(|| ToolError::model(format!("argument `{name}` must be a positive whole number"))),
-        Some(Value::String(text)) => text
-            .trim()
-            .trim_start_matches('#')
-            .parse()
-            .map(Some)
-            .map_err(|_| ToolError::model(format!("argument `{name}` must be a positive whole number, got {text:?}"))),
+        Some(Value::String(text)) => text.trim().trim_start_matches('#').parse().map(Some).map_err(|_| {
+            ToolError::model(format!(
+                "argument `{name}` must be a positive whole number, got {text:?}"
+            ))
+        }),
         Some(other) => Err(ToolError::model(format!(
             "argument `{name}` must be a number, got {}",
             type_name(other)

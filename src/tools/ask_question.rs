@@ -17,8 +17,18 @@ impl Tool for AskQuestion {
             ToolClass::Safe,
             "Stop and ask a human a question when the task is ambiguous or needs a decision you should not make alone. Ends the cycle.",
             object_schema(&[
-                ("question_text", "string", "the question, with the context a human needs to answer it", true),
-                ("issue", "integer", "number of the issue the question is about, if any", false),
+                (
+                    "question_text",
+                    "string",
+                    "the question, with the context a human needs to answer it",
+                    true,
+                ),
+                (
+                    "issue",
+                    "integer",
+                    "number of the issue the question is about, if any",
+                    false,
+                ),
             ]),
         )
     }
@@ -29,6 +39,9 @@ impl Tool for AskQuestion {
             return Err(ToolError::model("question_text is empty"));
         }
         let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
-        Ok(ToolOutput::EndCycle(CycleEnd::Question { question: ctx.redactor.redact(question), issue }))
+        Ok(ToolOutput::EndCycle(CycleEnd::Question {
+            question: ctx.redactor.redact(question),
+            issue,
+        }))
     }
 }

@@ -53,7 +53,9 @@ impl Tool for CreatePullRequest {
             return Err(ToolError::model("title is empty"));
         }
         let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
-        let branch = ctx.cycle_branch.map_or_else(|| branch_name(issue, &title), str::to_owned);
+        let branch = ctx
+            .cycle_branch
+            .map_or_else(|| branch_name(issue, &title), str::to_owned);
         let workspace = ctx.workspace;
 
         let on_bot_branch = workspace.current_branch().map_err(fatal)? == branch;
@@ -68,7 +70,13 @@ impl Tool for CreatePullRequest {
             }
             Err(error) => return Err(fatal(error)),
         }
-        let draft = PullRequestDraft { branch, base: workspace.base_branch().to_owned(), title, body, issue };
+        let draft = PullRequestDraft {
+            branch,
+            base: workspace.base_branch().to_owned(),
+            title,
+            body,
+            issue,
+        };
         match ctx.forge.publish(workspace, &draft).await {
             Ok(pull_request) => Ok(ToolOutput::PullRequest(pull_request)),
             Err(error) if error.is_fatal() => Err(ToolError::Fatal(anyhow::Error::new(error))),
@@ -102,7 +110,10 @@ mod tests {
 
     #[test]
     fn branch_names_follow_the_contract() {
-        assert_eq!(branch_name(Some(12), "Fix the typo in README!"), "upkeep/12-fix-the-typo-in-readme");
+        assert_eq!(
+            branch_name(Some(12), "Fix the typo in README!"),
+            "upkeep/12-fix-the-typo-in-readme"
+        );
         assert_eq!(branch_name(None, "Add CONTRIBUTING.md"), "upkeep/add-contributing-md");
         assert_eq!(branch_name(None, "???"), "upkeep/change");
         assert!(branch_name(None, &"very long title ".repeat(20)).len() <= BOT_BRANCH_PREFIX.len() + MAX_SLUG_CHARS);

@@ -43,9 +43,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// Variables taken from upkeep's own environment for every command: enough for tools to find
 /// programs, a home directory, a locale and a temporary directory, and nothing that identifies
 /// or authorises anyone.
-const BASE_ENVIRONMENT: [&str; 8] = [
-    "PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR",
-];
+const BASE_ENVIRONMENT: [&str; 8] = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR"];
 
 /// Names that hold credentials by convention; refused even when an operator passes them.
 const SECRET_NAMES: [&str; 6] = [
@@ -156,33 +154,21 @@ pub fn allowlisted_environment(pass: &[String]) -> Vec<(String, String)> {
     allowlisted_from(pass, |name| std::env::var_os(name))
 }
 
-fn allowlisted_from(
-    pass: &[String],
-    lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
-) -> Vec<(String, String)> {
+fn allowlisted_from(pass: &[String], lookup: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
-    let names = BASE_ENVIRONMENT
-        .iter()
-        .copied()
-        .chain(pass.iter().map(String::as_str));
+    let names = BASE_ENVIRONMENT.iter().copied().chain(pass.iter().map(String::as_str));
     for name in names {
         if env.iter().any(|(seen, _)| seen == name) {
             continue;
         }
         if is_secret_name(name) {
-            tracing::warn!(
-                variable = name,
-                "not passing a credential-like variable to commands"
-            );
+            tracing::warn!(variable = name, "not passing a credential-like variable to commands");
             continue;
         }
         match lookup(name).map(|value| value.into_string()) {
             Some(Ok(value)) => env.push((name.to_owned(), value)),
             Some(Err(_)) => {
-                tracing::warn!(
-                    variable = name,
-                    "not passing a variable whose value is not UTF-8"
-                );
+                tracing::warn!(variable = name, "not passing a variable whose value is not UTF-8");
             }
             None => {}
         }
@@ -193,10 +179,7 @@ fn allowlisted_from(
 /// Whether a variable name looks like it holds a credential.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    SECRET_NAMES.contains(&upper.as_str())
-        || SECRET_FRAGMENTS
-            .iter()
-            .any(|fragment| upper.contains(fragment))
+    SECRET_NAMES.contains(&upper.as_str()) || SECRET_FRAGMENTS.iter().any(|fragment| upper.contains(fragment))
 }
 
 /// Runs a command to completion, timeout or cancellation (see the module's guarantees).
@@ -246,8 +229,7 @@ pub async fn run(spec: &CommandSpec, cancel: &CancellationToken) -> io::Result<C
         .id()
         .ok_or_else(|| io::Error::other("the command exited before its id was read"))?;
     // The child called setpgid(0, 0) before exec, so its pid is its group's id.
-    let pgid =
-        Pid::from_raw(i32::try_from(pid).map_err(|_| io::Error::other("process id out of range"))?);
+    let pgid = Pid::from_raw(i32::try_from(pid).map_err(|_| io::Error::other("process id out of range"))?);
     let mut guard = GroupGuard { pgid, armed: true };
 
     let mut capture = Capture::new(spec.output_cap);
@@ -583,11 +565,7 @@ mod tests {
         assert_eq!(out.omitted_bytes, full.len() - 1000);
         let notice = format!("\n[... {} bytes omitted ...]\n", full.len() - 1000);
         let (head, tail) = out.output.split_once(&notice).ok_or("no notice")?;
-        assert_eq!(
-            head.len() + 1,
-            500,
-            "the head ends with a line break it had"
-        );
+        assert_eq!(head.len() + 1, 500, "the head ends with a line break it had");
         assert!(full.starts_with(head));
         assert_eq!(tail.len(), 500);
         assert!(full.ends_with(tail));
@@ -715,19 +693,13 @@ mod tests {
         let started = Instant::now();
         // `setsid` puts the sleep out of the group's reach, still holding the pipe; it prints
         // its pid so the test can clean up after itself.
-        let out = run_it(&sh(
-            "setsid sh -c 'echo $$; exec sleep 30' & sleep 0.5; echo done",
-        ))
-        .await?;
+        let out = run_it(&sh("setsid sh -c 'echo $$; exec sleep 30' & sleep 0.5; echo done")).await?;
         let elapsed = started.elapsed();
         let escaped = first_line_pid(&out.output)?;
         let _ = nix::sys::signal::kill(escaped, Signal::SIGKILL);
         // The reader waited out the grace period for the escaped writer, and no longer.
         assert!(elapsed >= DRAIN_GRACE, "{elapsed:?}");
-        assert!(
-            elapsed < DRAIN_GRACE + Duration::from_secs(3),
-            "{elapsed:?}"
-        );
+        assert!(elapsed < DRAIN_GRACE + Duration::from_secs(3), "{elapsed:?}");
         assert!(!out.timed_out);
         assert_eq!(out.exit_code, Some(0));
         assert!(out.output.ends_with("\ndone\n"), "{}", out.output);
@@ -742,10 +714,7 @@ mod tests {
         let command = sh(&script);
         let cancel = CancellationToken::new();
         let result = tokio::time::timeout(Duration::from_millis(500), run(&command, &cancel)).await;
-        assert!(
-            result.is_err(),
-            "the command should still have been running"
-        );
+        assert!(result.is_err(), "the command should still have been running");
         let pgid = Pid::from_raw(std::fs::read_to_string(&pid_file)?.trim().parse()?);
         // Nothing reaps here: the runner that would is gone. Killed is what counts.
         assert!(group_is_dead(pgid).await?, "group {pgid} survived");
@@ -784,12 +753,7 @@ mod tests {
             _ => None,
         };
         let env = allowlisted_from(
-            &[
-                "GITHUB_TOKEN".into(),
-                "EXTRA".into(),
-                "UNSET".into(),
-                "PATH".into(),
-            ],
+            &["GITHUB_TOKEN".into(), "EXTRA".into(), "UNSET".into(), "PATH".into()],
             lookup,
         );
         assert_eq!(
@@ -821,15 +785,8 @@ mod tests {
                 .output()
                 .await?;
             let stdout = String::from_utf8_lossy(&out.stdout);
-            assert!(
-                out.status.success(),
-                "{stdout}{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(
-                stdout.contains("1 passed"),
-                "the child ran no test: {stdout}"
-            );
+            assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+            assert!(stdout.contains("1 passed"), "the child ran no test: {stdout}");
             return Ok(());
         }
 

@@ -31,7 +31,9 @@ impl Tool for Finish {
             "completed" => FinishStatus::Completed,
             "no_tasks" => FinishStatus::NoTasks,
             other => {
-                return Err(ToolError::model(format!("status must be \"completed\" or \"no_tasks\", got {other:?}")));
+                return Err(ToolError::model(format!(
+                    "status must be \"completed\" or \"no_tasks\", got {other:?}"
+                )));
             }
         };
         let summary = args::optional_str(arguments, "summary")?.unwrap_or_default().to_owned();

@@ -45,7 +45,12 @@ impl Tool for ListFiles {
             "list_files",
             ToolClass::Safe,
             "List the files under a folder (default: the whole repository), one path per line; files ignored by .gitignore are left out.",
-            object_schema(&[("path", "string", "folder relative to the repository root; omit for the root", false)]),
+            object_schema(&[(
+                "path",
+                "string",
+                "folder relative to the repository root; omit for the root",
+                false,
+            )]),
         )
     }
 
@@ -53,7 +58,9 @@ impl Tool for ListFiles {
         let requested = args::optional_str(arguments, "path")?.unwrap_or(".");
         let dir = ctx.paths.resolve(requested, Access::Read)?;
         if !dir.is_dir() {
-            return Err(ToolError::model(format!("{requested:?} is not a folder of the repository")));
+            return Err(ToolError::model(format!(
+                "{requested:?} is not a folder of the repository"
+            )));
         }
         let (files, truncated) = walk(ctx.paths.root(), &dir, MAX_ENTRIES);
         let mut text = files.join("\n");
@@ -61,7 +68,9 @@ impl Tool for ListFiles {
             text = format!("(no files under {requested:?})");
         }
         if truncated {
-            text.push_str(&format!("\n[notice: only the first {MAX_ENTRIES} files are listed; list a subfolder to see more]"));
+            text.push_str(&format!(
+                "\n[notice: only the first {MAX_ENTRIES} files are listed; list a subfolder to see more]"
+            ));
         }
         Ok(ToolOutput::Text(text))
     }

@@ -37,7 +37,11 @@ impl PathPolicy {
         for pattern in protected_paths {
             builder.add(Glob::new(pattern)?);
         }
-        Ok(Self { root: root.to_owned(), protected: builder.build()?, protected_patterns: protected_paths.to_vec() })
+        Ok(Self {
+            root: root.to_owned(),
+            protected: builder.build()?,
+            protected_patterns: protected_paths.to_vec(),
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -48,7 +52,9 @@ impl PathPolicy {
     pub fn normalise(&self, requested: &str) -> Result<PathBuf, ToolError> {
         let trimmed = requested.trim();
         if trimmed.is_empty() {
-            return Err(ToolError::model("path is empty; give a path relative to the repository root"));
+            return Err(ToolError::model(
+                "path is empty; give a path relative to the repository root",
+            ));
         }
         if trimmed.contains('\0') {
             return Err(ToolError::model("path contains a NUL byte"));
@@ -87,7 +93,9 @@ impl PathPolicy {
         let relative = self.normalise(requested)?;
         if access == Access::Write {
             if relative.as_os_str().is_empty() {
-                return Err(ToolError::model("cannot write to the repository root itself; give a file path"));
+                return Err(ToolError::model(
+                    "cannot write to the repository root itself; give a file path",
+                ));
             }
             if self.protected.is_match(&relative) {
                 return Err(ToolError::model(format!(
@@ -121,7 +129,11 @@ impl PathPolicy {
                 "{requested:?} resolves (through a symlink) to a place outside the repository; file tools only work inside it"
             ))
         })?;
-        if inside.components().next().is_some_and(|first| first.as_os_str() == ".git") {
+        if inside
+            .components()
+            .next()
+            .is_some_and(|first| first.as_os_str() == ".git")
+        {
             return Err(ToolError::model(format!(
                 "{requested:?} resolves (through a symlink) into .git/, which file tools never read or write"
             )));

@@ -25,11 +25,17 @@ impl Tool for ReadFile {
         let requested = args::required_str(arguments, "path")?;
         let path = ctx.paths.resolve(requested, Access::Read)?;
         if path.is_dir() {
-            return Err(ToolError::model(format!("{requested:?} is a directory; use list_files to see what it holds")));
+            return Err(ToolError::model(format!(
+                "{requested:?} is a directory; use list_files to see what it holds"
+            )));
         }
-        let bytes = std::fs::read(&path).map_err(|error| ToolError::model(format!("cannot read {requested:?}: {error}")))?;
+        let bytes =
+            std::fs::read(&path).map_err(|error| ToolError::model(format!("cannot read {requested:?}: {error}")))?;
         if bytes.iter().take(8192).any(|b| *b == 0) {
-            return Err(ToolError::model(format!("{requested:?} is a binary file ({} bytes); read_file shows text only", bytes.len())));
+            return Err(ToolError::model(format!(
+                "{requested:?} is a binary file ({} bytes); read_file shows text only",
+                bytes.len()
+            )));
         }
         if bytes.len() <= MAX_READ_BYTES {
             return Ok(ToolOutput::Text(String::from_utf8_lossy(&bytes).into_owned()));

@@ -43,7 +43,10 @@ fn builtins() -> Vec<Box<dyn Tool>> {
 impl ToolRegistry {
     /// The built-in tools, plus `extra` tools (declared command tools) that the operator allowed.
     pub fn new(selection: &ToolSelection, extra: Vec<(Box<dyn Tool>, bool)>) -> Self {
-        let mut registry = Self { enabled: Vec::new(), withheld: Vec::new() };
+        let mut registry = Self {
+            enabled: Vec::new(),
+            withheld: Vec::new(),
+        };
         for tool in builtins() {
             let spec = tool.spec();
             if spec.class == ToolClass::Safe || selection.dangerous {
@@ -62,7 +65,10 @@ impl ToolRegistry {
             } else {
                 registry.withheld.push((
                     spec.name.clone(),
-                    format!("the declared tool `{}` is not enabled; the operator enables it with --allow-tool {}", spec.name, spec.name),
+                    format!(
+                        "the declared tool `{}` is not enabled; the operator enables it with --allow-tool {}",
+                        spec.name, spec.name
+                    ),
                 ));
             }
         }
@@ -81,6 +87,9 @@ impl ToolRegistry {
             return Lookup::Rejected(reason.clone());
         }
         let known: Vec<&str> = self.enabled.iter().map(|(spec, _)| spec.name.as_str()).collect();
-        Lookup::Unknown(format!("unknown tool `{name}`; the available tools are: {}", known.join(", ")))
+        Lookup::Unknown(format!(
+            "unknown tool `{name}`; the available tools are: {}",
+            known.join(", ")
+        ))
     }
 }

@@ -14,7 +14,12 @@ use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args,
 pub struct RunShellCommand;
 
 /// The environment, sandbox and limits every command tool runs with.
-pub fn command_spec(program: &str, arguments: Vec<String>, extra_env: &[(String, String)], ctx: &ToolContext<'_>) -> CommandSpec {
+pub fn command_spec(
+    program: &str,
+    arguments: Vec<String>,
+    extra_env: &[(String, String)],
+    ctx: &ToolContext<'_>,
+) -> CommandSpec {
     let mut env = allowlisted_environment(&ctx.commands.pass_env);
     // Commands write temporary files into the private scratch folder, which is confined with
     // the clone and removed with it.

@@ -40,8 +40,8 @@ use std::process::{Command, ExitCode};
 use std::sync::OnceLock;
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope,
 };
 
 /// The hidden subcommand upkeep's `main` must route to [`sandbox_exec_main`].
@@ -96,11 +96,7 @@ pub fn probe() -> SandboxKind {
 
 /// Rewrites `program args` into the trampoline invocation that runs it confined by `policy`:
 /// upkeep's own executable and `__sandbox-exec --write DIR... -- program args...`.
-pub fn wrap(
-    program: &str,
-    args: &[String],
-    policy: &SandboxPolicy,
-) -> io::Result<(String, Vec<String>)> {
+pub fn wrap(program: &str, args: &[String], policy: &SandboxPolicy) -> io::Result<(String, Vec<String>)> {
     let exe = std::env::current_exe()?
         .into_os_string()
         .into_string()
@@ -108,11 +104,7 @@ pub fn wrap(
     Ok((exe, trampoline_args(program, args, policy)?))
 }
 
-fn trampoline_args(
-    program: &str,
-    args: &[String],
-    policy: &SandboxPolicy,
-) -> io::Result<Vec<String>> {
+fn trampoline_args(program: &str, args: &[String], policy: &SandboxPolicy) -> io::Result<Vec<String>> {
     let mut out = Vec::with_capacity(args.len() + 2 * policy.writable.len() + 3);
     out.push(SUBCOMMAND.to_owned());
     for dir in &policy.writable {
@@ -124,12 +116,9 @@ fn trampoline_args(
                 dir.display()
             )));
         }
-        let dir = dir.to_str().ok_or_else(|| {
-            invalid_input(format!(
-                "sandbox directory {} is not valid UTF-8",
-                dir.display()
-            ))
-        })?;
+        let dir = dir
+            .to_str()
+            .ok_or_else(|| invalid_input(format!("sandbox directory {} is not valid UTF-8", dir.display())))?;
         out.push("--write".to_owned());
         out.push(dir.to_owned());
     }
@@ -167,9 +156,7 @@ pub fn sandbox_exec_main(args: &[OsString]) -> ExitCode {
         );
     }
     // `exec` returns only if it failed; on success this process is the program.
-    let error = Command::new(&invocation.program)
-        .args(&invocation.args)
-        .exec();
+    let error = Command::new(&invocation.program).args(&invocation.args).exec();
     let code = if error.kind() == io::ErrorKind::NotFound {
         EXIT_NOT_FOUND
     } else {
@@ -177,10 +164,7 @@ pub fn sandbox_exec_main(args: &[OsString]) -> ExitCode {
     };
     fail(
         code,
-        &format!(
-            "cannot run {}: {error}",
-            invocation.program.to_string_lossy()
-        ),
+        &format!("cannot run {}: {error}", invocation.program.to_string_lossy()),
     )
 }
 
@@ -205,23 +189,15 @@ fn parse_args(args: &[OsString]) -> Result<Invocation, String> {
             None => return Err("missing `-- PROGRAM [ARGS...]`".to_owned()),
             Some(arg) if arg.as_os_str() == OsStr::new("--") => break,
             Some(arg) if arg.as_os_str() == OsStr::new("--write") => {
-                let dir = iter
-                    .next()
-                    .ok_or_else(|| "`--write` needs a directory".to_owned())?;
+                let dir = iter.next().ok_or_else(|| "`--write` needs a directory".to_owned())?;
                 let dir = PathBuf::from(dir);
                 if !dir.is_absolute() {
-                    return Err(format!(
-                        "writable directory {} is not absolute",
-                        dir.display()
-                    ));
+                    return Err(format!("writable directory {} is not absolute", dir.display()));
                 }
                 writable.push(dir);
             }
             Some(other) => {
-                return Err(format!(
-                    "unexpected argument {:?} before `--`",
-                    other.to_string_lossy()
-                ));
+                return Err(format!("unexpected argument {:?} before `--`", other.to_string_lossy()));
             }
         }
     }
@@ -268,10 +244,7 @@ fn restrict_current_thread(writable: &[PathBuf]) -> Result<(), String> {
     }
     for dir in writable {
         ruleset = ruleset
-            .add_rule(PathBeneath::new(
-                open_path(dir)?,
-                AccessFs::from_all(FS_ABI),
-            ))
+            .add_rule(PathBeneath::new(open_path(dir)?, AccessFs::from_all(FS_ABI)))
             .map_err(|error| format!("cannot allow writing in {}: {error}", dir.display()))?;
     }
 
@@ -280,9 +253,7 @@ fn restrict_current_thread(writable: &[PathBuf]) -> Result<(), String> {
         .map_err(|error| format!("cannot apply the Landlock ruleset: {error}"))?;
     match status.ruleset {
         RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(()),
-        RulesetStatus::NotEnforced => {
-            Err("the kernel did not enforce the Landlock ruleset".to_owned())
-        }
+        RulesetStatus::NotEnforced => Err("the kernel did not enforce the Landlock ruleset".to_owned()),
     }
 }
 
@@ -384,14 +355,10 @@ mod tests {
     /// Landlock restricts only the calling thread and what it starts, so a scratch thread can be
     /// confined and start a shell without touching the rest of the test process.
     #[test]
-    fn confined_commands_write_only_inside_the_writable_directories()
-    -> Result<(), Box<dyn std::error::Error>> {
+    fn confined_commands_write_only_inside_the_writable_directories() -> Result<(), Box<dyn std::error::Error>> {
         if probe() != SandboxKind::Landlock {
             // Not an error: the kernel running the tests has no Landlock.
-            let _ = writeln!(
-                io::stderr(),
-                "skipped: this kernel does not enforce Landlock"
-            );
+            let _ = writeln!(io::stderr(), "skipped: this kernel does not enforce Landlock");
             return Ok(());
         }
         let root = tempfile::tempdir()?;
@@ -459,10 +426,8 @@ mod tests {
         if probe() != SandboxKind::Landlock {
             return;
         }
-        let result = std::thread::spawn(|| {
-            restrict_current_thread(&[PathBuf::from("/nonexistent/upkeep/sandbox/dir")])
-        })
-        .join();
+        let result =
+            std::thread::spawn(|| restrict_current_thread(&[PathBuf::from("/nonexistent/upkeep/sandbox/dir")])).join();
         assert!(matches!(result, Ok(Err(_))), "{result:?}");
     }
 }

@@ -24,7 +24,12 @@ impl Tool for SearchFiles {
             "Search the repository's text files for a regular expression (Rust regex syntax); returns matching lines as `path:line: text`, at most 200.",
             object_schema(&[
                 ("pattern", "string", "regular expression to search for", true),
-                ("path", "string", "folder or file to search in; omit for the whole repository", false),
+                (
+                    "path",
+                    "string",
+                    "folder or file to search in; omit for the whole repository",
+                    false,
+                ),
             ]),
         )
     }
@@ -46,7 +51,10 @@ impl Tool for SearchFiles {
         let mut truncated = false;
         'files: for relative in &files {
             let path = ctx.paths.root().join(relative);
-            if std::fs::metadata(&path).map(|m| m.len() > MAX_FILE_BYTES).unwrap_or(true) {
+            if std::fs::metadata(&path)
+                .map(|m| m.len() > MAX_FILE_BYTES)
+                .unwrap_or(true)
+            {
                 continue;
             }
             let Ok(bytes) = std::fs::read(&path) else { continue };
@@ -65,9 +73,15 @@ impl Tool for SearchFiles {
                 }
             }
         }
-        let mut text = if matches.is_empty() { format!("no matches for {pattern:?}") } else { matches.join("\n") };
+        let mut text = if matches.is_empty() {
+            format!("no matches for {pattern:?}")
+        } else {
+            matches.join("\n")
+        };
         if truncated {
-            text.push_str(&format!("\n[notice: stopped after {MAX_MATCHES} matches; narrow the pattern or the path]"));
+            text.push_str(&format!(
+                "\n[notice: stopped after {MAX_MATCHES} matches; narrow the pattern or the path]"
+            ));
         }
         Ok(ToolOutput::Text(text))
     }

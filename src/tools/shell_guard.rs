@@ -32,8 +32,7 @@ const PATH_PREFIX: &str = r"\\?(?:[^\s;&|()'`]*/)?";
 const NAME_END: &str = r#"(?:$|[\s;&|)`'"])"#;
 
 /// Devices that are fine to write to.
-const HARMLESS_DEVICE: &str =
-    r"^(?:null|zero|full|stdout|stderr|stdin|tty|random|urandom|fd/\d+|pts/\d+|shm/.*)$";
+const HARMLESS_DEVICE: &str = r"^(?:null|zero|full|stdout|stderr|stdin|tty|random|urandom|fd/\d+|pts/\d+|shm/.*)$";
 
 /// Top-level system directories (and a few well-known ones below them) whose recursive
 /// deletion or permission change would wreck the machine.
@@ -131,17 +130,14 @@ impl Guard {
                 "formatting or wiping filesystems is not allowed",
             )?,
             rule(
-                at_command(
-                    "fdisk|sfdisk|cfdisk|gdisk|sgdisk|parted",
-                    r"[^;&|\n]*\s/dev/",
-                ),
+                at_command("fdisk|sfdisk|cfdisk|gdisk|sgdisk|parted", r"[^;&|\n]*\s/dev/"),
                 "partitioning disks is not allowed",
             )?,
         ];
         Ok(Guard {
             rules,
             invocations: Regex::new(&at_command(
-                "(rm|chmod|chown|chgrp|tee|shred|dd|cp)",
+                "(rm|chmod|chown|chgrp|tee|shred|cp)",
                 r#"(?:$|[\s'"])([^;&|\n)`]*)"#,
             ))?,
             device_targets: Regex::new(r"(?:\bof=|&>>?\s*|\d?>>?\|?\s*)/dev/([\w./+-]*)")?,
@@ -158,11 +154,7 @@ impl Guard {
                 return Err(refusal(rule.why));
             }
         }
-        if self
-            .fork_bomb
-            .captures_iter(command)
-            .any(|c| is_fork_bomb(&c))
-        {
+        if self.fork_bomb.captures_iter(command).any(|c| is_fork_bomb(&c)) {
             return Err(refusal(
                 "a function that pipes into itself in the background is a fork bomb",
             ));
@@ -177,7 +169,6 @@ impl Guard {
         }
         for found in self.invocations.captures_iter(command) {
             let name = found.get(1).map_or("", |m| m.as_str());
-            let name = name.rsplit('/').next().unwrap_or(name);
             let args = words(found.get(2).map_or("", |m| m.as_str()));
             if let Some(why) = self.check_invocation(name, &args) {
                 return Err(refusal(&why));
@@ -193,8 +184,7 @@ impl Guard {
                 if parsed.long.iter().any(|flag| flag == "--no-preserve-root") {
                     return Some("`rm --no-preserve-root` is not allowed".to_owned());
                 }
-                let recursive = parsed.has_short(&['r', 'R'])
-                    || parsed.long.iter().any(|flag| flag == "--recursive");
+                let recursive = parsed.has_short(&['r', 'R']) || parsed.long.iter().any(|flag| flag == "--recursive");
                 let target = parsed.operands.iter().find(|t| is_system_dir(t));
                 match target {
                     Some(target) if recursive => Some(format!(
@@ -220,14 +210,11 @@ impl Guard {
                 None
             }
             "chown" | "chgrp" => {
-                let recursive = parsed.has_short(&['R'])
-                    || parsed.long.iter().any(|flag| flag == "--recursive");
+                let recursive = parsed.has_short(&['R']) || parsed.long.iter().any(|flag| flag == "--recursive");
                 // The first operand is the owner or group.
                 let target = parsed.operands.iter().skip(1).find(|t| is_system_dir(t));
                 match target {
-                    Some(target) if recursive => {
-                        Some(format!("`{name} -R` on {target} is not allowed"))
-                    }
+                    Some(target) if recursive => Some(format!("`{name} -R` on {target} is not allowed")),
                     _ => None,
                 }
             }
@@ -241,7 +228,7 @@ impl Guard {
                 .last()
                 .filter(|t| parsed.operands.len() > 1 && self.is_raw_device(t))
                 .map(|t| format!("writing to the raw device {t} is not allowed")),
-            // dd's targets are `of=` operands, checked with the redirections.
+            // (dd's `of=` targets are checked with the redirections.)
             _ => None,
         }
     }
@@ -257,14 +244,12 @@ impl Guard {
 pub fn check(command: &str) -> Result<(), String> {
     match &*GUARD {
         Ok(guard) => guard.check(command),
-        Err(error) => Err(format!(
-            "the command guard is broken ({error}); refusing all commands"
-        )),
+        Err(error) => Err(format!("the command guard is broken ({error}); refusing all commands")),
     }
 }
 
 fn refusal(why: &str) -> String {
-    format!("refused: {why}. (upkeep's command guard blocks this whatever the context.)")
+    format!("refused: {why}. upkeep's command guard blocks this command; reach the goal another way.")
 }
 
 fn is_fork_bomb(found: &Captures<'_>) -> bool {
@@ -415,12 +400,9 @@ fn is_system_dir(path: &str) -> bool {
 fn is_system_path(path: &str) -> bool {
     let normalized = normalize(path);
     is_system_dir(path)
-        || SYSTEM_DIRS.iter().any(|dir| {
-            normalized
-                .strip_prefix(dir)
-                .is_some_and(|rest| rest.starts_with('/'))
-                && *dir != "/home"
-        })
+        || SYSTEM_DIRS
+            .iter()
+            .any(|dir| normalized.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/')) && *dir != "/home")
 }
 
 /// Whether a chmod mode gives write permission to others (`777`, `o+w`, `a=rwx`, `+w`).
@@ -546,6 +528,8 @@ mod tests {
         "rm -rf /etc/",
         "rm -rf /home",
         "find . -name x | xargs rm -rf /",
+        "cd x && rm -rf target && rm -rf ~",
+        "rm -rf target; rm -rf /",
         // chmod on system paths
         "chmod -R 777 /",
         "chmod 777 /",
@@ -558,6 +542,7 @@ mod tests {
         "chmod a=rwx /usr/bin/env",
         "chmod 0777 /etc/shadow",
         "chmod +w /etc/sudoers",
+        "chmod 777 /etc; ls",
         "chown -R nobody /",
         "chgrp -R users /usr",
         // fork bombs
@@ -699,9 +684,7 @@ mod tests {
         ] {
             assert!(grants_write_to_others(mode), "{mode}");
         }
-        for mode in [
-            "755", "644", "0700", "u+w", "g+w", "o-w", "-w", "+x", "a-w", "o=r",
-        ] {
+        for mode in ["755", "644", "0700", "u+w", "g+w", "o-w", "-w", "+x", "a-w", "o=r"] {
             assert!(!grants_write_to_others(mode), "{mode}");
         }
     }

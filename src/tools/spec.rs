@@ -25,7 +25,12 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     pub fn new(name: &str, class: ToolClass, description: &str, parameters: Value) -> Self {
-        Self { name: name.to_owned(), class, description: description.to_owned(), parameters }
+        Self {
+            name: name.to_owned(),
+            class,
+            description: description.to_owned(),
+            parameters,
+        }
     }
 }
 
@@ -79,7 +84,12 @@ mod tests {
     #[test]
     fn reply_schema_has_one_branch_per_tool() {
         let specs = vec![
-            ToolSpec::new("a", ToolClass::Safe, "A", object_schema(&[("path", "string", "p", true)])),
+            ToolSpec::new(
+                "a",
+                ToolClass::Safe,
+                "A",
+                object_schema(&[("path", "string", "p", true)]),
+            ),
             ToolSpec::new("b", ToolClass::Safe, "B", object_schema(&[])),
         ];
         let schema = reply_schema(&specs);

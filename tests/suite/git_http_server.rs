@@ -43,10 +43,7 @@ impl Fixture {
         fixture.commit_file("b.txt", b"second\n", "second commit");
         let bare = fixture.bare();
         let bare_arg = bare.to_str().expect("utf-8 path");
-        fixture.git_ok(
-            &fixture.base,
-            &["init", "-q", "--bare", "-b", "main", bare_arg],
-        );
+        fixture.git_ok(&fixture.base, &["init", "-q", "--bare", "-b", "main", bare_arg]);
         fixture.git_ok(&fixture.work, &["push", "-q", bare_arg, "main:main"]);
         fixture
     }
@@ -110,14 +107,7 @@ impl Fixture {
         let bare_arg = bare.to_str().expect("utf-8 path");
         let output = self.git(
             &self.base,
-            &[
-                "--git-dir",
-                bare_arg,
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                refname,
-            ],
+            &["--git-dir", bare_arg, "rev-parse", "--verify", "--quiet", refname],
         );
         output
             .status
@@ -140,23 +130,11 @@ fn shallow_clone_with_token_has_one_commit() {
 
     fx.git_ok(
         &fx.base,
-        &[
-            "-c",
-            "protocol.version=2",
-            "clone",
-            "-q",
-            "--depth",
-            "1",
-            &url,
-            "clone",
-        ],
+        &["-c", "protocol.version=2", "clone", "-q", "--depth", "1", &url, "clone"],
     );
     let clone = fx.base.join("clone");
     assert_eq!(fx.git_ok(&clone, &["rev-list", "--count", "HEAD"]), "1");
-    assert_eq!(
-        fx.git_ok(&clone, &["rev-parse", "--is-shallow-repository"]),
-        "true"
-    );
+    assert_eq!(fx.git_ok(&clone, &["rev-parse", "--is-shallow-repository"]), "true");
     assert_eq!(
         fx.git_ok(&clone, &["rev-parse", "HEAD"]),
         fx.git_ok(&fx.work, &["rev-parse", "HEAD"])
@@ -177,11 +155,11 @@ fn shallow_clone_with_token_has_one_commit() {
             .any(|r| r.method == "POST" && r.path == "/owner/name.git/git-upload-pack"),
         "{requests:#?}"
     );
-    assert!(authorized.iter().all(|r| {
-        r.authorization
-            .as_deref()
-            .is_some_and(|a| a.starts_with("Basic "))
-    }));
+    assert!(
+        authorized
+            .iter()
+            .all(|r| { r.authorization.as_deref().is_some_and(|a| a.starts_with("Basic ")) })
+    );
     assert!(
         requests
             .iter()
@@ -197,10 +175,7 @@ fn clone_with_wrong_token_fails() {
     let url = repo_url(&server, "wrong-token");
 
     let output = fx.git(&fx.base, &["clone", "-q", &url, "clone"]);
-    assert!(
-        !output.status.success(),
-        "clone with a wrong token succeeded"
-    );
+    assert!(!output.status.success(), "clone with a wrong token succeeded");
     assert!(!fx.base.join("clone").join(".git").exists());
 
     let requests = server.requests();
@@ -253,21 +228,16 @@ fn large_push_with_chunked_body() {
         .collect();
     fx.git_ok(&fx.work, &["checkout", "-q", "-b", "big"]);
     fx.commit_file("noise.bin", &noise, "large commit");
-    fx.git_ok(
-        &fx.work,
-        &["-c", "http.postBuffer=65536", "push", "-q", &url, "big"],
-    );
+    fx.git_ok(&fx.work, &["-c", "http.postBuffer=65536", "push", "-q", &url, "big"]);
 
     let head = fx.git_ok(&fx.work, &["rev-parse", "HEAD"]);
     assert_eq!(fx.bare_ref("refs/heads/big"), Some(head));
     let requests = server.requests();
     assert!(
-        requests
-            .iter()
-            .any(|r| r.path == "/owner/name.git/git-receive-pack"
-                && r.status == 200
-                && r.header("transfer-encoding")
-                    .is_some_and(|te| te.eq_ignore_ascii_case("chunked"))),
+        requests.iter().any(|r| r.path == "/owner/name.git/git-receive-pack"
+            && r.status == 200
+            && r.header("transfer-encoding")
+                .is_some_and(|te| te.eq_ignore_ascii_case("chunked"))),
         "no chunked receive-pack request: {requests:#?}"
     );
 }
@@ -282,12 +252,7 @@ fn rejected_ref_push_fails_and_ref_is_not_created() {
     fx.commit_file("c.txt", b"third\n", "third commit");
     let output = fx.git(
         &fx.work,
-        &[
-            "push",
-            &url,
-            "HEAD:refs/heads/protected",
-            "HEAD:refs/heads/allowed",
-        ],
+        &["push", &url, "HEAD:refs/heads/protected", "HEAD:refs/heads/allowed"],
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "push succeeded: {stderr}");
@@ -308,10 +273,7 @@ fn anonymous_clone_without_token() {
     let url = format!("{}/{REPO}", server.url());
 
     fx.git_ok(&fx.base, &["clone", "-q", &url, "clone"]);
-    assert_eq!(
-        fx.git_ok(&fx.base.join("clone"), &["rev-list", "--count", "HEAD"]),
-        "2"
-    );
+    assert_eq!(fx.git_ok(&fx.base.join("clone"), &["rev-list", "--count", "HEAD"]), "2");
     let requests = server.requests();
     assert!(
         requests.iter().all(|r| r.status == 200 && !r.auth_present),
@@ -323,11 +285,7 @@ fn anonymous_clone_without_token() {
 fn malformed_request_gets_400_and_drop_closes_listener() {
     let fx = Fixture::new();
     let server = GitHttpServer::start(&fx.root, Some(TOKEN));
-    let addr = server
-        .url()
-        .strip_prefix("http://")
-        .expect("http url")
-        .to_owned();
+    let addr = server.url().strip_prefix("http://").expect("http url").to_owned();
 
     for garbage in [
         &b"NONSENSE\r\n\r\n"[..],
@@ -335,18 +293,13 @@ fn malformed_request_gets_400_and_drop_closes_listener() {
         b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
     ] {
         let mut stream = TcpStream::connect(&addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .expect("timeout");
+        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
         stream.write_all(garbage).expect("write");
         let mut response = String::new();
         stream.read_to_string(&mut response).expect("read");
         assert!(response.starts_with("HTTP/1.1 400 "), "{response}");
     }
-    assert_eq!(
-        server.requests().iter().filter(|r| r.status == 400).count(),
-        3
-    );
+    assert_eq!(server.requests().iter().filter(|r| r.status == 400).count(), 3);
 
     drop(server);
     assert!(TcpStream::connect(&addr).is_err());

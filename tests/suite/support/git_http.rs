@@ -104,11 +104,8 @@ impl GitHttpServer {
             .unwrap_or_else(|_| root.to_path_buf());
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address of listener");
-        let hooks_dir = std::env::temp_dir().join(format!(
-            "git-http-test-hooks-{}-{}",
-            std::process::id(),
-            addr.port()
-        ));
+        let hooks_dir =
+            std::env::temp_dir().join(format!("git-http-test-hooks-{}-{}", std::process::id(), addr.port()));
         let shared = Arc::new(Shared {
             root,
             backend,
@@ -174,9 +171,7 @@ impl Drop for GitHttpServer {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn find_backend() -> PathBuf {
@@ -191,11 +186,7 @@ fn find_backend() -> PathBuf {
     );
     let exec_path = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let backend = Path::new(&exec_path).join("git-http-backend");
-    assert!(
-        backend.is_file(),
-        "git-http-backend not found at {}",
-        backend.display()
-    );
+    assert!(backend.is_file(), "git-http-backend not found at {}", backend.display());
     backend
 }
 
@@ -389,8 +380,8 @@ fn read_head(reader: &mut impl BufRead, head: &mut Head) -> Result<(), ReadError
             }
         }
     }
-    let request_line = String::from_utf8(request_line)
-        .map_err(|_| ReadError::Malformed("request line is not UTF-8".into()))?;
+    let request_line =
+        String::from_utf8(request_line).map_err(|_| ReadError::Malformed("request line is not UTF-8".into()))?;
     let parts: Vec<&str> = request_line.split(' ').collect();
     let [method, target, version] = parts.as_slice() else {
         return Err(ReadError::Malformed("malformed request line".into()));
@@ -417,8 +408,7 @@ fn read_head(reader: &mut impl BufRead, head: &mut Head) -> Result<(), ReadError
         if line.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
             return Err(ReadError::Malformed("obsolete header folding".into()));
         }
-        let line = String::from_utf8(line)
-            .map_err(|_| ReadError::Malformed("header is not UTF-8".into()))?;
+        let line = String::from_utf8(line).map_err(|_| ReadError::Malformed("header is not UTF-8".into()))?;
         let Some((name, value)) = line.split_once(':') else {
             return Err(ReadError::Malformed("header without colon".into()));
         };
@@ -450,17 +440,12 @@ fn framing(head: &Head) -> Result<Framing, String> {
         };
     }
     let mut length: Option<usize> = None;
-    for value in head
-        .header_values("content-length")
-        .flat_map(|v| v.split(','))
-    {
+    for value in head.header_values("content-length").flat_map(|v| v.split(',')) {
         let value = value.trim();
         if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
             return Err("invalid content-length".into());
         }
-        let n: usize = value
-            .parse()
-            .map_err(|_| "invalid content-length".to_owned())?;
+        let n: usize = value.parse().map_err(|_| "invalid content-length".to_owned())?;
         if length.is_some_and(|l| l != n) {
             return Err("conflicting content-length".into());
         }
@@ -480,14 +465,14 @@ fn read_body(reader: &mut impl BufRead, framing: Framing) -> Result<Vec<u8>, Rea
             let mut body = Vec::new();
             loop {
                 let line = read_line(reader, MAX_LINE)?.ok_or(ReadError::Io)?;
-                let line = String::from_utf8(line)
-                    .map_err(|_| ReadError::Malformed("invalid chunk size line".into()))?;
+                let line =
+                    String::from_utf8(line).map_err(|_| ReadError::Malformed("invalid chunk size line".into()))?;
                 let size = line.split(';').next().unwrap_or_default().trim();
                 if size.is_empty() || !size.bytes().all(|b| b.is_ascii_hexdigit()) {
                     return Err(ReadError::Malformed("invalid chunk size".into()));
                 }
-                let size = usize::from_str_radix(size, 16)
-                    .map_err(|_| ReadError::Malformed("invalid chunk size".into()))?;
+                let size =
+                    usize::from_str_radix(size, 16).map_err(|_| ReadError::Malformed("invalid chunk size".into()))?;
                 if size == 0 {
                     // Trailer section, ended by an empty line.
                     for _ in 0..=MAX_HEADERS {
@@ -512,11 +497,7 @@ fn read_body(reader: &mut impl BufRead, framing: Framing) -> Result<Vec<u8>, Rea
 }
 
 /// Appends exactly `n` bytes from `reader` to `buf`.
-fn read_exactly(
-    reader: &mut impl BufRead,
-    n: usize,
-    mut buf: Vec<u8>,
-) -> Result<Vec<u8>, ReadError> {
+fn read_exactly(reader: &mut impl BufRead, n: usize, mut buf: Vec<u8>) -> Result<Vec<u8>, ReadError> {
     let before = buf.len();
     let n_u64 = u64::try_from(n).map_err(|_| ReadError::Malformed("body too large".into()))?;
     reader
@@ -613,10 +594,7 @@ impl Response {
         Response {
             status,
             reason: reason_phrase(status).to_owned(),
-            headers: vec![(
-                "Content-Type".to_owned(),
-                "text/plain; charset=utf-8".to_owned(),
-            )],
+            headers: vec![("Content-Type".to_owned(), "text/plain; charset=utf-8".to_owned())],
             body: format!("{message}\n").into_bytes(),
             stderr: String::new(),
         }
@@ -695,13 +673,9 @@ fn handle_request(
             Err(_) => return Err(io::ErrorKind::UnexpectedEof.into()),
         };
         let remote_user = if auth_valid {
-            credentials.as_ref().map(|(user, _)| {
-                if user.is_empty() {
-                    "git"
-                } else {
-                    user.as_str()
-                }
-            })
+            credentials
+                .as_ref()
+                .map(|(user, _)| if user.is_empty() { "git" } else { user.as_str() })
         } else {
             None
         };
@@ -722,10 +696,9 @@ fn handle_request(
             }
         }
         let mut response = Response::text(401, "authentication required");
-        response.headers.push((
-            "WWW-Authenticate".to_owned(),
-            "Basic realm=\"git\"".to_owned(),
-        ));
+        response
+            .headers
+            .push(("WWW-Authenticate".to_owned(), "Basic realm=\"git\"".to_owned()));
         response
     };
 
@@ -741,12 +714,7 @@ fn handle_request(
     Ok(keep_alive)
 }
 
-fn bad_request(
-    writer: &mut impl Write,
-    shared: &Shared,
-    head: &Head,
-    message: &str,
-) -> io::Result<bool> {
+fn bad_request(writer: &mut impl Write, shared: &Shared, head: &Head, message: &str) -> io::Result<bool> {
     let authorization = head.header("authorization").map(str::to_owned);
     record(shared, head, authorization, false, 400, String::new());
     let response = Response::text(400, message);
@@ -776,28 +744,14 @@ fn record(
     lock(&shared.requests).push(request);
 }
 
-fn write_response(
-    writer: &mut impl Write,
-    response: &Response,
-    head_only: bool,
-    keep_alive: bool,
-) -> io::Result<()> {
+fn write_response(writer: &mut impl Write, response: &Response, head_only: bool, keep_alive: bool) -> io::Result<()> {
     let mut out = Vec::with_capacity(response.body.len() + 256);
-    let reason: String = response
-        .reason
-        .chars()
-        .filter(|c| !c.is_control())
-        .collect();
+    let reason: String = response.reason.chars().filter(|c| !c.is_control()).collect();
     write!(out, "HTTP/1.1 {} {}\r\n", response.status, reason)?;
     for (name, value) in &response.headers {
-        let hop_by_hop = [
-            "content-length",
-            "transfer-encoding",
-            "connection",
-            "keep-alive",
-        ]
-        .iter()
-        .any(|h| name.eq_ignore_ascii_case(h));
+        let hop_by_hop = ["content-length", "transfer-encoding", "connection", "keep-alive"]
+            .iter()
+            .any(|h| name.eq_ignore_ascii_case(h));
         if hop_by_hop || !is_token(name) || value.chars().any(|c| c == '\r' || c == '\n') {
             continue;
         }
@@ -852,10 +806,7 @@ fn run_backend(
     let mut config: Vec<(&str, String)> = vec![("http.receivepack", "true".to_owned())];
     let rejected = lock(&shared.rejected_refs).clone();
     if !rejected.is_empty() {
-        config.push((
-            "core.hooksPath",
-            shared.hooks_dir.to_string_lossy().into_owned(),
-        ));
+        config.push(("core.hooksPath", shared.hooks_dir.to_string_lossy().into_owned()));
         cmd.env(REJECT_ENV, rejected.join("\n"));
     }
     cmd.env("GIT_CONFIG_COUNT", config.len().to_string());
@@ -923,10 +874,9 @@ fn run_backend(
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let mut response = match parse_cgi_output(&output.stdout) {
         Some(response) => response,
-        None if output.stdout.is_empty() => Response::text(
-            500,
-            &format!("git http-backend produced no output ({})", output.status),
-        ),
+        None if output.stdout.is_empty() => {
+            Response::text(500, &format!("git http-backend produced no output ({})", output.status))
+        }
         None => Response::text(502, "malformed CGI response from git http-backend"),
     };
     response.stderr = stderr;
