@@ -18,6 +18,7 @@ use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::llm::{self, Provider, pricing};
 use crate::secrets::Redactor;
+use crate::tools::declared::DeclaredTool;
 use crate::tools::path::PathPolicy;
 use crate::tools::{FinishStatus, ToolContext, ToolRegistry, ToolSelection, sandbox, spec::reply_schema};
 use crate::workspace::{CloneRequest, GitAuth, Workspace, WorkspaceError};
@@ -213,6 +214,26 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
     }
 }
 
+/// The declared command tools, each marked allowed or not. Declarations are checked here, before
+/// the first model call; `--allow-tool` naming no declared tool is a usage error too.
+fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<(Box<dyn crate::tools::Tool>, bool)>, RunError> {
+    let mut tools: Vec<(Box<dyn crate::tools::Tool>, bool)> = Vec::new();
+    for declaration in &settings.declared_tools {
+        let tool = DeclaredTool::new(declaration, "config")?;
+        let allowed = config.allow_tools.iter().any(|name| name == tool.name());
+        tools.push((Box::new(tool), allowed));
+    }
+    for name in &config.allow_tools {
+        if !settings.declared_tools.iter().any(|declared| &declared.name == name) {
+            return Err(RunError::Usage(ConfigError::key(
+                "--allow-tool",
+                format!("no declared tool is named `{name}` (declare it under [[tools]] in --config or .upkeep.toml)"),
+            )));
+        }
+    }
+    Ok(tools)
+}
+
 struct Runner<'a> {
     config: &'a Config,
     events: &'a EventSink,
@@ -355,12 +376,7 @@ impl Runner<'_> {
 
         let paths = PathPolicy::new(workspace.root(), &settings.protected_paths)
             .map_err(|error| ConfigError::key("protected_paths", error))?;
-        let registry = ToolRegistry::new(
-            &ToolSelection {
-                dangerous: config.dangerous_tools,
-            },
-            Vec::new(),
-        );
+        let registry = ToolRegistry::new(&ToolSelection { dangerous: config.dangerous_tools }, declared_tools(config, &settings)?);
         let specs = registry.specs();
         let schema = reply_schema(&specs);
         let system = SystemPrompt {

@@ -17,6 +17,7 @@ use crate::workspace::Workspace;
 pub mod args;
 pub mod ask_question;
 pub mod create_pull_request;
+pub mod declared;
 pub mod edit_file;
 pub mod exec;
 pub mod finish;

@@ -1,4 +1,6 @@
+mod commands;
 mod core;
+mod github;
 mod git_http_server;
 mod model_loop;
 mod secrets;
