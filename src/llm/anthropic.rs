@@ -106,12 +106,8 @@ impl Provider for Anthropic {
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
         let structured = self.structured.enabled();
         let answer = match self.send(&self.body(&request, structured)).await {
-            Err(ProviderError::Http {
-                status, message, ..
-            }) if structured
-                && self
-                    .structured
-                    .is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
+            Err(ProviderError::Http { status, message, .. })
+                if structured && self.structured.is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
             {
                 self.structured.disable(NAME, &message);
                 self.send(&self.body(&request, false)).await?
@@ -149,11 +145,10 @@ struct ResponseUsage {
 }
 
 fn parse(answer: Value) -> Result<Completion, ProviderError> {
-    let response: Response =
-        serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
-            provider: NAME,
-            message: format!("not a message: {error}"),
-        })?;
+    let response: Response = serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
+        provider: NAME,
+        message: format!("not a message: {error}"),
+    })?;
     let content: String = response
         .content
         .into_iter()
@@ -169,15 +164,9 @@ fn parse(answer: Value) -> Result<Completion, ProviderError> {
         .unwrap_or_default();
     let stop = match response.stop_reason.as_deref() {
         Some("max_tokens" | "model_context_window_exceeded") => StopReason::Length,
-        Some("refusal") if content.trim().is_empty() => {
-            StopReason::Refusal("the model declined to answer".into())
-        }
+        Some("refusal") if content.trim().is_empty() => StopReason::Refusal("the model declined to answer".into()),
         Some("refusal") => StopReason::Refusal(content.clone()),
         _ => StopReason::Complete,
     };
-    Ok(Completion {
-        content,
-        usage,
-        stop,
-    })
+    Ok(Completion { content, usage, stop })
 }

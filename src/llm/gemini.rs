@@ -52,11 +52,7 @@ impl Gemini {
             format!("models/{model}")
         };
         let name = path.split_once('/').map_or(path.as_str(), |(_, name)| name);
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        {
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
             return Err(ConfigError::key(
                 "--model",
                 format!("{model:?} is not a Gemini model name"),
@@ -64,10 +60,7 @@ impl Gemini {
         }
         Ok(Self {
             client: http_client(NAME, settings.request_timeout)?,
-            url: format!(
-                "{}/{path}:generateContent",
-                base_url(settings, DEFAULT_BASE_URL)
-            ),
+            url: format!("{}/{path}:generateContent", base_url(settings, DEFAULT_BASE_URL)),
             model,
             api_key: settings.api_key.clone(),
             structured: StructuredOutput::default(),
@@ -123,12 +116,8 @@ impl Provider for Gemini {
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
         let structured = self.structured.enabled();
         let answer = match self.send(&self.body(&request, structured)).await {
-            Err(ProviderError::Http {
-                status, message, ..
-            }) if structured
-                && self
-                    .structured
-                    .is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
+            Err(ProviderError::Http { status, message, .. })
+                if structured && self.structured.is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
             {
                 self.structured.disable(NAME, &message);
                 self.send(&self.body(&request, false)).await?
@@ -196,17 +185,15 @@ struct UsageMetadata {
 }
 
 fn parse(answer: Value) -> Result<Completion, ProviderError> {
-    let response: Response =
-        serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
-            provider: NAME,
-            message: format!("not a generateContent answer: {error}"),
-        })?;
+    let response: Response = serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
+        provider: NAME,
+        message: format!("not a generateContent answer: {error}"),
+    })?;
     let usage = response
         .usage_metadata
         .map(|usage| Usage {
             input_tokens: usage.prompt_token_count.unwrap_or(0),
-            output_tokens: usage.candidates_token_count.unwrap_or(0)
-                + usage.thoughts_token_count.unwrap_or(0),
+            output_tokens: usage.candidates_token_count.unwrap_or(0) + usage.thoughts_token_count.unwrap_or(0),
         })
         .unwrap_or_default();
     // A blocked prompt gets no candidates at all, only the reason.
@@ -229,10 +216,7 @@ fn parse(answer: Value) -> Result<Completion, ProviderError> {
             stop: StopReason::Refusal(reason),
         });
     }
-    let Some(candidate) = response
-        .candidates
-        .and_then(|candidates| candidates.into_iter().next())
-    else {
+    let Some(candidate) = response.candidates.and_then(|candidates| candidates.into_iter().next()) else {
         return Err(ProviderError::MalformedResponse {
             provider: NAME,
             message: "the answer has no candidates".into(),
@@ -248,14 +232,8 @@ fn parse(answer: Value) -> Result<Completion, ProviderError> {
         .collect();
     let stop = match candidate.finish_reason.as_deref() {
         Some("MAX_TOKENS") => StopReason::Length,
-        Some(reason) if BLOCKED.contains(&reason) => {
-            StopReason::Refusal(format!("the reply was blocked ({reason})"))
-        }
+        Some(reason) if BLOCKED.contains(&reason) => StopReason::Refusal(format!("the reply was blocked ({reason})")),
         _ => StopReason::Complete,
     };
-    Ok(Completion {
-        content,
-        usage,
-        stop,
-    })
+    Ok(Completion { content, usage, stop })
 }

@@ -36,10 +36,16 @@ pub struct Message {
 
 impl Message {
     pub fn user(content: impl Into<String>) -> Self {
-        Self { role: Role::User, content: content.into() }
+        Self {
+            role: Role::User,
+            content: content.into(),
+        }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
-        Self { role: Role::Assistant, content: content.into() }
+        Self {
+            role: Role::Assistant,
+            content: content.into(),
+        }
     }
 }
 
@@ -111,19 +117,13 @@ pub enum ProviderError {
     },
     /// The API answered 2xx with a body we cannot read.
     #[error("{provider}: malformed response: {message}")]
-    MalformedResponse {
-        provider: &'static str,
-        message: String,
-    },
+    MalformedResponse { provider: &'static str, message: String },
     /// The replay script has no more replies.
     #[error("replay script exhausted: all {served} scripted replies were used and the model was asked again")]
     ReplayExhausted { served: usize },
     /// A configuration problem found only when the provider was used.
     #[error("{provider}: {message}")]
-    Config {
-        provider: &'static str,
-        message: String,
-    },
+    Config { provider: &'static str, message: String },
 }
 
 impl ProviderError {
@@ -166,7 +166,10 @@ pub fn build(settings: &crate::config::ProviderSettings) -> Result<Box<dyn Provi
     use crate::cli::ProviderKind;
     let provider: Box<dyn Provider> = match settings.kind {
         ProviderKind::Replay => {
-            let path = settings.replay.as_deref().ok_or_else(|| crate::config::ConfigError::key("--replay", "missing"))?;
+            let path = settings
+                .replay
+                .as_deref()
+                .ok_or_else(|| crate::config::ConfigError::key("--replay", "missing"))?;
             return Ok(Box::new(replay::Replay::from_file(path)?));
         }
         ProviderKind::Openai => Box::new(openai::OpenAi::new(settings)?),

@@ -77,12 +77,8 @@ impl Provider for Ollama {
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
         let structured = self.structured.enabled();
         let answer = match self.send(&self.body(&request, structured)).await {
-            Err(ProviderError::Http {
-                status, message, ..
-            }) if structured
-                && self
-                    .structured
-                    .is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
+            Err(ProviderError::Http { status, message, .. })
+                if structured && self.structured.is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
             {
                 self.structured.disable(NAME, &message);
                 self.send(&self.body(&request, false)).await?
@@ -111,11 +107,10 @@ struct ResponseMessage {
 }
 
 fn parse(answer: Value) -> Result<Completion, ProviderError> {
-    let response: Response =
-        serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
-            provider: NAME,
-            message: format!("not a chat answer: {error}"),
-        })?;
+    let response: Response = serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
+        provider: NAME,
+        message: format!("not a chat answer: {error}"),
+    })?;
     let stop = match response.done_reason.as_deref() {
         Some("length") => StopReason::Length,
         _ => StopReason::Complete,

@@ -22,12 +22,7 @@ pub const DEFAULT_MODEL: &str = "gpt-4.1";
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// Words in a 400's message that mean "this server does not take the schema".
-const SCHEMA_REFUSAL_MARKERS: &[&str] = &[
-    "response_format",
-    "json_schema",
-    "schema",
-    "structured output",
-];
+const SCHEMA_REFUSAL_MARKERS: &[&str] = &["response_format", "json_schema", "schema", "structured output"];
 
 pub struct OpenAi {
     client: reqwest::Client,
@@ -77,11 +72,10 @@ impl OpenAi {
     async fn send(&self, body: &Value) -> Result<Value, ProviderError> {
         let mut http = self.client.post(&self.url).json(body);
         if let Some(key) = &self.api_key {
-            let value =
-                secret_header(NAME, "Bearer ", key).map_err(|error| ProviderError::Config {
-                    provider: NAME,
-                    message: error.to_string(),
-                })?;
+            let value = secret_header(NAME, "Bearer ", key).map_err(|error| ProviderError::Config {
+                provider: NAME,
+                message: error.to_string(),
+            })?;
             http = http.header(reqwest::header::AUTHORIZATION, value);
         }
         post_json(NAME, http, self.api_key.as_ref()).await
@@ -101,12 +95,8 @@ impl Provider for OpenAi {
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
         let structured = self.structured.enabled();
         let answer = match self.send(&self.body(&request, structured)).await {
-            Err(ProviderError::Http {
-                status, message, ..
-            }) if structured
-                && self
-                    .structured
-                    .is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
+            Err(ProviderError::Http { status, message, .. })
+                if structured && self.structured.is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
             {
                 self.structured.disable(NAME, &message);
                 self.send(&self.body(&request, false)).await?
@@ -148,11 +138,10 @@ struct ResponseUsage {
 }
 
 fn parse(answer: Value) -> Result<Completion, ProviderError> {
-    let response: Response =
-        serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
-            provider: NAME,
-            message: format!("not a chat completion: {error}"),
-        })?;
+    let response: Response = serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
+        provider: NAME,
+        message: format!("not a chat completion: {error}"),
+    })?;
     let usage = response
         .usage
         .map(|usage| Usage {
@@ -169,17 +158,11 @@ fn parse(answer: Value) -> Result<Completion, ProviderError> {
     let content = choice.message.content.unwrap_or_default();
     let stop = match (choice.message.refusal, choice.finish_reason.as_deref()) {
         (Some(reason), _) => StopReason::Refusal(reason),
-        (None, Some("content_filter")) => {
-            StopReason::Refusal("the reply was withheld by the content filter".into())
-        }
+        (None, Some("content_filter")) => StopReason::Refusal("the reply was withheld by the content filter".into()),
         (None, Some("length")) => StopReason::Length,
         _ => StopReason::Complete,
     };
-    Ok(Completion {
-        content,
-        usage,
-        stop,
-    })
+    Ok(Completion { content, usage, stop })
 }
 
 /// The model from the settings, or the provider's default when none (or an empty one) is set.

@@ -1,9 +1,10 @@
 //! Transient failures: how a provider's HTTP exchange turns into a [`ProviderError`], and
 //! [`Retrying`], which tries again when that error says it may pass.
 //!
-//! Every HTTP provider sends its request through [`post_json`], so they all classify failures
-//! the same way: an error status becomes [`ProviderError::Http`] carrying the API's own message
-//! (read from its error body) and the server's `Retry-After`; no answer at all becomes
+//! Every HTTP provider builds its client with `http_client` (per-request timeout from the
+//! settings) and sends through `post_json`, so they all classify failures the same way: an
+//! error status becomes [`ProviderError::Http`] carrying the API's own message (read from its
+//! error body) and the server's `Retry-After`; no answer at all becomes
 //! [`ProviderError::Transport`]; a 2xx that is not JSON becomes
 //! [`ProviderError::MalformedResponse`]. [`Retrying`] then decides with
 //! [`ProviderError::is_retryable`]: rate limits, overload, server errors and timeouts are tried
@@ -11,8 +12,8 @@
 //! not, because repeating them only burns time.
 //!
 //! The API key never reaches an error or a log line: it only travels in a header marked
-//! sensitive, URLs are stripped from transport errors, and error bodies that echo the key have
-//! it replaced before they become messages.
+//! sensitive, transport errors keep only the host and port of the URL, and error bodies that
+//! echo the key have it replaced before they become messages.
 
 use std::time::{Duration, SystemTime};
 
@@ -52,9 +53,7 @@ impl RetryPolicy {
         if let Some(asked) = retry_after {
             return asked.min(self.max_delay);
         }
-        let factor = 1u32
-            .checked_shl(retry.saturating_sub(1))
-            .unwrap_or(u32::MAX);
+        let factor = 1u32.checked_shl(retry.saturating_sub(1)).unwrap_or(u32::MAX);
         let ceiling = self.base_delay.saturating_mul(factor).min(self.max_delay);
         Duration::try_from_secs_f64(ceiling.as_secs_f64() * fastrand::f64()).unwrap_or(ceiling)
     }
@@ -164,9 +163,7 @@ pub(super) fn http_client(
         .timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(30)))
         .build()
-        .map_err(|error| {
-            crate::config::ConfigError(format!("{provider}: cannot build the HTTP client: {error}"))
-        })
+        .map_err(|error| crate::config::ConfigError(format!("{provider}: cannot build the HTTP client: {error}")))
 }
 
 /// A header value carrying a secret, marked sensitive so that it is never printed by `Debug`.
@@ -175,14 +172,13 @@ pub(super) fn secret_header(
     prefix: &str,
     secret: &SecretString,
 ) -> Result<reqwest::header::HeaderValue, crate::config::ConfigError> {
-    let mut value =
-        reqwest::header::HeaderValue::from_str(&format!("{prefix}{}", secret.expose_secret()))
-            // Deliberately not the header error: it could describe the key's bytes.
-            .map_err(|_| {
-                crate::config::ConfigError(format!(
-                    "{provider}: the API key contains characters not allowed in an HTTP header"
-                ))
-            })?;
+    let mut value = reqwest::header::HeaderValue::from_str(&format!("{prefix}{}", secret.expose_secret()))
+        // Deliberately not the header error: it could describe the key's bytes.
+        .map_err(|_| {
+            crate::config::ConfigError(format!(
+                "{provider}: the API key contains characters not allowed in an HTTP header"
+            ))
+        })?;
     value.set_sensitive(true);
     Ok(value)
 }
@@ -194,18 +190,11 @@ pub(super) async fn post_json(
     request: reqwest::RequestBuilder,
     secret: Option<&SecretString>,
 ) -> Result<Value, ProviderError> {
-    let mut response = request
-        .send()
-        .await
-        .map_err(|error| transport(provider, error))?;
+    let mut response = request.send().await.map_err(|error| transport(provider, error))?;
     let status = response.status();
     let retry_after = retry_after(response.headers());
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|error| transport(provider, error))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(|error| transport(provider, error))? {
         let room = MAX_BODY_BYTES.saturating_sub(body.len());
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
         if body.len() >= MAX_BODY_BYTES {
@@ -213,12 +202,8 @@ pub(super) async fn post_json(
         }
     }
     if !status.is_success() {
-        let message = error_message(&body).unwrap_or_else(|| {
-            status
-                .canonical_reason()
-                .unwrap_or("no error message")
-                .to_owned()
-        });
+        let message =
+            error_message(&body).unwrap_or_else(|| status.canonical_reason().unwrap_or("no error message").to_owned());
         return Err(ProviderError::Http {
             provider,
             status: status.as_u16(),
@@ -228,19 +213,27 @@ pub(super) async fn post_json(
     }
     serde_json::from_slice(&body).map_err(|error| ProviderError::MalformedResponse {
         provider,
-        message: format!(
-            "the body of the HTTP {} answer is not JSON: {error}",
-            status.as_u16()
-        ),
+        message: format!("the body of the HTTP {} answer is not JSON: {error}", status.as_u16()),
     })
 }
 
-/// A request that got no answer. The URL is stripped (it may carry credentials a user put in
-/// `--base-url`); the cause chain is kept because "connection refused" is the useful part.
+/// A request that got no answer. Only the host and port of the URL are kept (the URL may carry
+/// credentials a user put in `--base-url`); the cause chain is kept because "connection
+/// refused" is the useful part.
 fn transport(provider: &'static str, error: reqwest::Error) -> ProviderError {
     let timed_out = error.is_timeout();
+    let target = error.url().and_then(|url| {
+        let host = url.host_str()?;
+        Some(match url.port_or_known_default() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        })
+    });
     let error = error.without_url();
-    let mut message = error.to_string();
+    let mut message = match target {
+        Some(target) => format!("request to {target} failed: {error}"),
+        None => error.to_string(),
+    };
     let mut source = std::error::Error::source(&error);
     while let Some(cause) = source {
         let cause_text = cause.to_string();
@@ -250,7 +243,7 @@ fn transport(provider: &'static str, error: reqwest::Error) -> ProviderError {
         }
         source = cause.source();
     }
-    if timed_out {
+    if timed_out && !message.contains("timed out") {
         message.push_str(" (timed out)");
     }
     ProviderError::Transport {
@@ -279,10 +272,7 @@ pub(super) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     }
     let date = httpdate::parse_http_date(value).ok()?;
     // A date in the past means "now".
-    Some(
-        date.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
+    Some(date.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
 }
 
 /// The API's own words from an error body. Covers the shapes of all supported APIs:
@@ -360,10 +350,7 @@ mod tests {
             delay <= Duration::from_secs(30) && delay >= Duration::from_secs(28),
             "{delay:?}"
         );
-        headers.insert(
-            RETRY_AFTER,
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("header"),
-        );
+        headers.insert(RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("header"));
         assert_eq!(retry_after(&headers), Some(Duration::ZERO));
         headers.insert(RETRY_AFTER, "-5".parse().expect("header"));
         assert_eq!(retry_after(&headers), None);
@@ -382,14 +369,8 @@ mod tests {
             assert!(policy.delay(retry, None) <= Duration::from_secs(5));
         }
         assert!(policy.delay(1, None) <= Duration::from_secs(1));
-        assert_eq!(
-            policy.delay(1, Some(Duration::from_secs(2))),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            policy.delay(1, Some(Duration::from_secs(3600))),
-            Duration::from_secs(5)
-        );
+        assert_eq!(policy.delay(1, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(policy.delay(1, Some(Duration::from_secs(3600))), Duration::from_secs(5));
     }
 
     #[test]
@@ -399,14 +380,12 @@ mod tests {
             error_message(openai).as_deref(),
             Some("You exceeded your current quota (insufficient_quota)")
         );
-        let anthropic =
-            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let anthropic = br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         assert_eq!(
             error_message(anthropic).as_deref(),
             Some("Overloaded (overloaded_error)")
         );
-        let gemini =
-            br#"{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT"}}"#;
+        let gemini = br#"{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT"}}"#;
         assert_eq!(
             error_message(gemini).as_deref(),
             Some("API key not valid. (INVALID_ARGUMENT)")
@@ -415,20 +394,14 @@ mod tests {
             error_message(br#"{"error":"model not found"}"#).as_deref(),
             Some("model not found")
         );
-        assert_eq!(
-            error_message(b"  Bad Gateway \n").as_deref(),
-            Some("Bad Gateway")
-        );
+        assert_eq!(error_message(b"  Bad Gateway \n").as_deref(), Some("Bad Gateway"));
         assert_eq!(error_message(b""), None);
     }
 
     #[test]
     fn keys_echoed_by_the_server_are_redacted() {
         let key = SecretString::from("sk-secret-123");
-        let message = redact(
-            "Incorrect API key provided: sk-secret-123".into(),
-            Some(&key),
-        );
+        let message = redact("Incorrect API key provided: sk-secret-123".into(), Some(&key));
         assert_eq!(message, "Incorrect API key provided: [redacted]");
     }
 }

@@ -220,10 +220,7 @@ fn transform(node: &Value, dialect: &Dialect) -> Value {
                         .map(|(name, schema)| (name.clone(), transform(schema, dialect)))
                         .collect::<Map<_, _>>()
                 });
-                out.insert(
-                    key.to_owned(),
-                    map.map_or_else(|| value.clone(), Value::Object),
-                );
+                out.insert(key.to_owned(), map.map_or_else(|| value.clone(), Value::Object));
             }
             _ if SCHEMA_LISTS.contains(&key) && kept => {
                 out.insert(key.to_owned(), transform_list(value, dialect));
@@ -274,8 +271,7 @@ fn transform(node: &Value, dialect: &Dialect) -> Value {
         };
         out.insert("description".to_owned(), Value::String(described));
     }
-    let is_object =
-        out.get("type").and_then(Value::as_str) == Some("object") || out.contains_key("properties");
+    let is_object = out.get("type").and_then(Value::as_str) == Some("object") || out.contains_key("properties");
     if is_object {
         if dialect.close_objects {
             out.insert("additionalProperties".to_owned(), Value::Bool(false));
@@ -300,13 +296,7 @@ fn require_all(object: &mut Map<String, Value>) {
     let was_required: Vec<String> = object
         .get("required")
         .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+        .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
         .unwrap_or_default();
     let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) else {
         object.insert("properties".to_owned(), json!({}));
@@ -457,22 +447,13 @@ mod tests {
         required.sort_unstable();
         assert_eq!(required, ["issue", "mode", "path", "pattern"]);
         assert_eq!(args["properties"]["pattern"]["type"], "string");
-        assert_eq!(
-            args["properties"]["path"]["type"],
-            json!(["string", "null"])
-        );
-        assert_eq!(
-            args["properties"]["issue"]["type"],
-            json!(["integer", "null"])
-        );
+        assert_eq!(args["properties"]["path"]["type"], json!(["string", "null"]));
+        assert_eq!(args["properties"]["issue"]["type"], json!(["integer", "null"]));
         assert_eq!(args["properties"]["issue"]["minimum"], 1);
         assert_eq!(args["properties"]["mode"]["enum"], json!(["a", "b", null]));
         // Not supported in strict mode: moved into the description.
         assert!(args["properties"]["pattern"].get("maxLength").is_none());
-        assert_eq!(
-            args["properties"]["pattern"]["description"],
-            "regex (maxLength: 200)"
-        );
+        assert_eq!(args["properties"]["pattern"]["description"], "regex (maxLength: 200)");
         assert_eq!(strict["additionalProperties"], false);
     }
 
@@ -504,11 +485,7 @@ mod tests {
     #[test]
     fn refusal_needs_a_400_mentioning_the_schema() {
         let state = StructuredOutput::default();
-        assert!(state.is_refusal(
-            400,
-            "response_format json_schema is not supported",
-            &["json_schema"]
-        ));
+        assert!(state.is_refusal(400, "response_format json_schema is not supported", &["json_schema"]));
         assert!(!state.is_refusal(401, "json_schema", &["json_schema"]));
         assert!(!state.is_refusal(400, "max_tokens too large", &["json_schema"]));
         state.disable("openai", "test");
