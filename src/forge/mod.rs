@@ -2,7 +2,7 @@
 //!
 //! A [`Forge`] lists the bot's open pull requests and the labelled issues that are tasks,
 //! publishes a committed branch as a pull request (opening or updating it), and posts questions.
-//! `local` keeps pull requests as branch descriptions in a local repository, `none` keeps
+//! `github` pushes over HTTPS and uses the REST API, `local` keeps pull requests as branch descriptions in a local repository, `none` keeps
 //! everything inside the clone, and [`dry_run::DryRun`] wraps any forge so that reads still
 //! happen but nothing is pushed, opened or posted.
 
@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::workspace::{Workspace, WorkspaceError};
 
 pub mod dry_run;
+pub mod github;
 pub mod local;
 pub mod none;
 
@@ -49,6 +50,10 @@ pub struct OpenPullRequest {
     pub url: String,
 }
 
+/// The author of a comment that is a question upkeep itself asked; the prompt shows such a
+/// comment as the model's own question, so a human's answer after it reads as the answer.
+pub const OWN_QUESTION_AUTHOR: &str = "upkeep (you)";
+
 /// A comment on a task issue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IssueComment {
@@ -77,6 +82,10 @@ pub enum ForgeError {
         status: u16,
         message: String,
     },
+    /// The forge refused in a way no tool call can fix (missing permissions, a repository the
+    /// token cannot see, an exhausted rate limit): the run stops with the reason.
+    #[error("{0}")]
+    Refused(String),
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
     #[error("{0}")]
@@ -90,6 +99,7 @@ impl ForgeError {
         matches!(
             self,
             ForgeError::Auth(_)
+                | ForgeError::Refused(_)
                 | ForgeError::Workspace(WorkspaceError::AuthRejected { .. } | WorkspaceError::Interrupted)
         )
     }
