@@ -20,6 +20,7 @@ use crate::llm::{self, Provider, pricing};
 use crate::secrets::Redactor;
 use crate::tools::declared::DeclaredTool;
 use crate::tools::path::PathPolicy;
+use crate::tools::registry::ExtraTool;
 use crate::tools::{FinishStatus, ToolContext, ToolRegistry, ToolSelection, sandbox, spec::reply_schema};
 use crate::workspace::{CloneRequest, GitAuth, Workspace, WorkspaceError};
 
@@ -188,18 +189,33 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             (ExitStatus::Usage, "usage_error", Some(error.to_string()))
         }
         Err(RunError::Interrupted) => {
-            events.say("upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt");
+            events
+                .say("upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt");
             (ExitStatus::Interrupted, "interrupted", Some("interrupted".to_owned()))
         }
         Err(RunError::Failure(error)) => {
             events.say(&format!("upkeep: error: {error:#}"));
-            (ExitStatus::Failure, "error", Some(events.redactor().redact(&format!("{error:#}"))))
+            (
+                ExitStatus::Failure,
+                "error",
+                Some(events.redactor().redact(&format!("{error:#}"))),
+            )
         }
     };
-    let (usage, cost_usd, turns) = runner.budget.as_ref().map(|b| (b.usage, b.cost_usd, b.turns)).unwrap_or_default();
+    let (usage, cost_usd, turns) = runner
+        .budget
+        .as_ref()
+        .map(|b| (b.usage, b.cost_usd, b.turns))
+        .unwrap_or_default();
     events.emit(
         Scope::default(),
-        Event::RunFinished { outcome: outcome.into(), exit_code: status.code(), cycles: runner.cycles, usage, cost_usd },
+        Event::RunFinished {
+            outcome: outcome.into(),
+            exit_code: status.code(),
+            cycles: runner.cycles,
+            usage,
+            cost_usd,
+        },
     );
     RunSummary {
         status,
@@ -216,8 +232,8 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
 
 /// The declared command tools, each marked allowed or not. Declarations are checked here, before
 /// the first model call; `--allow-tool` naming no declared tool is a usage error too.
-fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<(Box<dyn crate::tools::Tool>, bool)>, RunError> {
-    let mut tools: Vec<(Box<dyn crate::tools::Tool>, bool)> = Vec::new();
+fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<ExtraTool>, RunError> {
+    let mut tools: Vec<ExtraTool> = Vec::new();
     for declaration in &settings.declared_tools {
         let tool = DeclaredTool::new(declaration, "config")?;
         let allowed = config.allow_tools.iter().any(|name| name == tool.name());
@@ -376,7 +392,12 @@ impl Runner<'_> {
 
         let paths = PathPolicy::new(workspace.root(), &settings.protected_paths)
             .map_err(|error| ConfigError::key("protected_paths", error))?;
-        let registry = ToolRegistry::new(&ToolSelection { dangerous: config.dangerous_tools }, declared_tools(config, &settings)?);
+        let registry = ToolRegistry::new(
+            &ToolSelection {
+                dangerous: config.dangerous_tools,
+            },
+            declared_tools(config, &settings)?,
+        );
         let specs = registry.specs();
         let schema = reply_schema(&specs);
         let system = SystemPrompt {
@@ -465,8 +486,10 @@ impl Runner<'_> {
             CycleOutcome::Finished {
                 status: FinishStatus::NoTasks,
                 summary,
-                ..
+                pull_requests,
             } => {
+                // Kept for the run summary (the job summary and outputs in Actions read it).
+                self.pull_requests.extend(pull_requests);
                 self.events.say(&format!("nothing to do: {summary}"));
                 RunEnd::NoTasks
             }
@@ -478,13 +501,12 @@ impl Runner<'_> {
                 if !summary.is_empty() {
                     self.events.say(&format!("done: {summary}"));
                 }
-                if pull_requests.is_empty() {
-                    RunEnd::Completed
-                } else {
-                    RunEnd::PullRequest
-                }
+                let opened = !pull_requests.is_empty();
+                self.pull_requests.extend(pull_requests);
+                if opened { RunEnd::PullRequest } else { RunEnd::Completed }
             }
             CycleOutcome::Question { question, issue } => {
+                self.question = Some(question.clone());
                 match forge.post_question(issue, &question).await {
                     Ok(Some(place)) => self.events.say(&format!("question posted: {place}")),
                     Ok(None) => {}

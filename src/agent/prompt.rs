@@ -272,12 +272,19 @@ mod tests {
 
     #[test]
     fn cycle_prompt_with_backlog_and_open_pull_requests() {
-        let tree = FileTree { shown: vec!["README.md".into(), "src/lib.rs".into()], total: 2, budget: 1024 };
+        let tree = FileTree {
+            shown: vec!["README.md".into(), "src/lib.rs".into()],
+            total: 2,
+            budget: 1024,
+        };
         let issues = vec![TaskIssue {
             number: 7,
             title: "Document the API".into(),
             body: "The public functions have no docs.".into(),
-            comments: vec![crate::forge::IssueComment { author: "alice".into(), body: "Start with lib.rs".into() }],
+            comments: vec![crate::forge::IssueComment {
+                author: "alice".into(),
+                body: "Start with lib.rs".into(),
+            }],
         }];
         let open = vec![OpenPullRequest {
             number: Some(3),
@@ -288,7 +295,10 @@ mod tests {
         let prompt = CyclePrompt {
             repo: "o/r",
             base: "main",
-            task: TaskSource::Backlog { tasks_file: Some(("TODO.md", "- [ ] add tests\n")), issues: &issues },
+            task: TaskSource::Backlog {
+                tasks_file: Some(("TODO.md", "- [ ] add tests\n")),
+                issues: &issues,
+            },
             open_pull_requests: &open,
             file_tree: &tree,
         }

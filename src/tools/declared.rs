@@ -55,7 +55,9 @@ pub struct DeclaredTool {
 }
 
 fn template_parameter(arg: &str) -> Option<&str> {
-    arg.strip_prefix("{{").and_then(|rest| rest.strip_suffix("}}")).map(str::trim)
+    arg.strip_prefix("{{")
+        .and_then(|rest| rest.strip_suffix("}}"))
+        .map(str::trim)
 }
 
 impl DeclaredTool {
@@ -64,7 +66,10 @@ impl DeclaredTool {
         let fail = |problem: String| ConfigError(format!("{origin}: [[tools]] `{}`: {problem}", config.name));
         let valid_name = !config.name.is_empty()
             && config.name.len() <= 64
-            && config.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+            && config
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
         if !valid_name {
             return Err(fail("`name` must be 1-64 letters, digits, `_` or `-`".into()));
         }
@@ -77,7 +82,9 @@ impl DeclaredTool {
         let mut parameters = Vec::new();
         for (name, parameter) in &config.parameters {
             if !matches!(parameter.kind.as_str(), "string" | "integer" | "boolean") {
-                return Err(fail(format!("parameter `{name}`: `type` must be string, integer or boolean")));
+                return Err(fail(format!(
+                    "parameter `{name}`: `type` must be string, integer or boolean"
+                )));
             }
             let pattern = parameter
                 .pattern
@@ -85,13 +92,23 @@ impl DeclaredTool {
                 .map(Regex::new)
                 .transpose()
                 .map_err(|error| fail(format!("parameter `{name}`: invalid `pattern`: {error}")))?;
-            parameters.push(Parameter { name: name.clone(), config: parameter.clone(), pattern });
+            parameters.push(Parameter {
+                name: name.clone(),
+                config: parameter.clone(),
+                pattern,
+            });
         }
         let mut args = Vec::new();
         for arg in &config.args {
             match template_parameter(arg) {
-                Some(name) if parameters.iter().any(|p| p.name == name) => args.push(ArgTemplate::Parameter(name.to_owned())),
-                Some(name) => return Err(fail(format!("argument template `{arg}` names no declared parameter `{name}`"))),
+                Some(name) if parameters.iter().any(|p| p.name == name) => {
+                    args.push(ArgTemplate::Parameter(name.to_owned()))
+                }
+                Some(name) => {
+                    return Err(fail(format!(
+                        "argument template `{arg}` names no declared parameter `{name}`"
+                    )));
+                }
                 None if arg.contains("{{") => {
                     return Err(fail(format!(
                         "argument `{arg}`: a template must fill a whole argument (write \"{{{{name}}}}\" as its own argument)"
@@ -101,7 +118,10 @@ impl DeclaredTool {
             }
         }
         for parameter in &parameters {
-            if !args.iter().any(|a| matches!(a, ArgTemplate::Parameter(name) if *name == parameter.name)) {
+            if !args
+                .iter()
+                .any(|a| matches!(a, ArgTemplate::Parameter(name) if *name == parameter.name))
+            {
                 return Err(fail(format!("parameter `{}` is used by no argument", parameter.name)));
             }
         }
@@ -125,7 +145,9 @@ impl DeclaredTool {
         let config = &parameter.config;
         let text = match (arguments.get(name), config.kind.as_str()) {
             (None | Some(Value::Null), _) if config.optional => return Ok(None),
-            (None | Some(Value::Null), _) => return Err(ToolError::model(format!("missing required argument `{name}`"))),
+            (None | Some(Value::Null), _) => {
+                return Err(ToolError::model(format!("missing required argument `{name}`")));
+            }
             (Some(Value::String(text)), "string") => {
                 if text.starts_with('-') {
                     return Err(ToolError::model(format!(
@@ -141,12 +163,16 @@ impl DeclaredTool {
         };
         if let Some(allowed) = &config.allowed {
             if !allowed.contains(&text) {
-                return Err(ToolError::model(format!("argument `{name}` must be one of {allowed:?}, got {text:?}")));
+                return Err(ToolError::model(format!(
+                    "argument `{name}` must be one of {allowed:?}, got {text:?}"
+                )));
             }
         }
         if let Some(max) = config.max_length {
             if text.chars().count() > max {
-                return Err(ToolError::model(format!("argument `{name}` is longer than {max} characters")));
+                return Err(ToolError::model(format!(
+                    "argument `{name}` is longer than {max} characters"
+                )));
             }
         }
         if let Some(pattern) = &parameter.pattern {
@@ -162,8 +188,14 @@ impl DeclaredTool {
 
     /// The program's arguments for a call, after every value is validated.
     pub fn build_args(&self, arguments: &Map<String, Value>) -> Result<Vec<String>, ToolError> {
-        if let Some(unknown) = arguments.keys().find(|key| !self.parameters.iter().any(|p| &p.name == *key)) {
-            return Err(ToolError::model(format!("unknown argument `{unknown}` for {}", self.name)));
+        if let Some(unknown) = arguments
+            .keys()
+            .find(|key| !self.parameters.iter().any(|p| &p.name == *key))
+        {
+            return Err(ToolError::model(format!(
+                "unknown argument `{unknown}` for {}",
+                self.name
+            )));
         }
         let mut values = std::collections::BTreeMap::new();
         for parameter in &self.parameters {
@@ -249,7 +281,10 @@ optional = true
     #[test]
     fn templates_fill_whole_arguments_and_optional_ones_drop_out() {
         let tool = declared(CARGO_TEST).expect("valid");
-        assert_eq!(tool.build_args(&args(json!({"filter": "core::x"}))).expect("ok"), ["test", "core::x"]);
+        assert_eq!(
+            tool.build_args(&args(json!({"filter": "core::x"}))).expect("ok"),
+            ["test", "core::x"]
+        );
         assert_eq!(tool.build_args(&args(json!({}))).expect("ok"), ["test"]);
     }
 
@@ -269,7 +304,10 @@ optional = true
 
     #[test]
     fn declarations_are_checked() {
-        let partial = CARGO_TEST.replace(r#"args = ["test", "{{filter}}"]"#, r#"args = ["test", "--filter={{filter}}"]"#);
+        let partial = CARGO_TEST.replace(
+            r#"args = ["test", "{{filter}}"]"#,
+            r#"args = ["test", "--filter={{filter}}"]"#,
+        );
         assert!(declared(&partial).is_err(), "a template must fill a whole argument");
         let reserved = CARGO_TEST.replace("name = \"cargo_test\"", "name = \"write_file\"");
         assert!(declared(&reserved).is_err());

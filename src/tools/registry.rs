@@ -13,6 +13,9 @@ pub struct ToolSelection {
     pub dangerous: bool,
 }
 
+/// A tool beyond the built-ins (a declared command tool) and whether the operator allowed it.
+pub type ExtraTool = (Box<dyn Tool>, bool);
+
 pub enum Lookup<'a> {
     Found(&'a dyn Tool),
     Rejected(String),
@@ -42,7 +45,7 @@ fn builtins() -> Vec<Box<dyn Tool>> {
 
 impl ToolRegistry {
     /// The built-in tools, plus `extra` tools (declared command tools) that the operator allowed.
-    pub fn new(selection: &ToolSelection, extra: Vec<(Box<dyn Tool>, bool)>) -> Self {
+    pub fn new(selection: &ToolSelection, extra: Vec<ExtraTool>) -> Self {
         let mut registry = Self {
             enabled: Vec::new(),
             withheld: Vec::new(),

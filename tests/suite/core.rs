@@ -156,6 +156,7 @@ fn running_out_of_scripted_replies_is_a_runtime_error() {
     let out = run_local(&repo, &script, &["--task", "t"]);
     out.assert_code(1);
     assert!(out.stderr.contains("replay script exhausted"), "{}", out.stderr);
+    assert_eq!(out.leftover_temp_entries, 0, "temporary clone removed after an error");
 }
 
 #[test]
@@ -353,6 +354,7 @@ fn a_question_ends_a_continuous_run_with_exit_3() {
         "the call after ask_question was skipped"
     );
     assert_eq!(out.events_of("run_finished")[0]["exit_code"], 3);
+    assert_eq!(out.leftover_temp_entries, 0, "temporary clone removed after a question");
 }
 
 #[test]
@@ -505,21 +507,44 @@ fn base_flag_picks_the_branch_and_the_author_is_configurable() {
     let out = run_local(
         &repo,
         &script,
-        &["--task", "t", "--base", "develop", "--author-name", "Maint Bot", "--author-email", "bot@example.org"],
+        &[
+            "--task",
+            "t",
+            "--base",
+            "develop",
+            "--author-name",
+            "Maint Bot",
+            "--author-email",
+            "bot@example.org",
+        ],
     );
     out.assert_code(0);
     assert_eq!(out.events_of("cycle_started")[0]["base"], "develop");
-    assert_eq!(repo.git(&["rev-parse", "upkeep/add-new~1"]), develop_before, "branched from develop");
+    assert_eq!(
+        repo.git(&["rev-parse", "upkeep/add-new~1"]),
+        develop_before,
+        "branched from develop"
+    );
     assert_eq!(repo.git(&["rev-parse", "develop"]), develop_before, "develop unchanged");
-    assert_eq!(repo.git(&["log", "-1", "--format=%an <%ae>", "upkeep/add-new"]), "Maint Bot <bot@example.org>");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae>", "upkeep/add-new"]),
+        "Maint Bot <bot@example.org>"
+    );
 }
 
 #[test]
 fn the_default_identity_is_upkeeps_own() {
     let repo = TestRepo::new();
-    let out = run_local(&repo, &Script::new(&pr_replies("n.txt", "n\n", "Add n")), &["--task", "t"]);
+    let out = run_local(
+        &repo,
+        &Script::new(&pr_replies("n.txt", "n\n", "Add n")),
+        &["--task", "t"],
+    );
     out.assert_code(0);
-    assert_eq!(repo.git(&["log", "-1", "--format=%an <%ae>", "upkeep/add-n"]), "upkeep <upkeep@users.noreply.github.com>");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae>", "upkeep/add-n"]),
+        "upkeep <upkeep@users.noreply.github.com>"
+    );
 }
 
 #[test]
@@ -541,10 +566,22 @@ fn list_files_honours_gitignore() {
     let out = run_local(&repo, &script, &["--task", "t"]);
     out.assert_code(0);
     let results = out.events_of("tool_result");
-    let listing = results.iter().find(|e| e["tool"] == "list_files").expect("listed")["output"].as_str().unwrap_or("").to_owned();
-    assert!(listing.contains("src/a.rs") && listing.contains(".gitignore"), "{listing}");
-    assert!(!listing.contains("build/out.bin") && !listing.contains("debug.log"), "{listing}");
-    let search = results.iter().find(|e| e["tool"] == "search_files").expect("searched")["output"].as_str().unwrap_or("").to_owned();
+    let listing = results.iter().find(|e| e["tool"] == "list_files").expect("listed")["output"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        listing.contains("src/a.rs") && listing.contains(".gitignore"),
+        "{listing}"
+    );
+    assert!(
+        !listing.contains("build/out.bin") && !listing.contains("debug.log"),
+        "{listing}"
+    );
+    let search = results.iter().find(|e| e["tool"] == "search_files").expect("searched")["output"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     assert_eq!(search, "src/a.rs:1: a");
 }
 

@@ -46,7 +46,10 @@ fn openai_run(repo: &TestRepo, server: &MockServer, extra: &[&str]) -> Upkeep {
 }
 
 fn bodies(requests: &[Request]) -> Vec<Value> {
-    requests.iter().map(|r| serde_json::from_slice(&r.body).expect("request body is JSON")).collect()
+    requests
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).expect("request body is JSON"))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -57,11 +60,17 @@ async fn safe_mode_keeps_run_shell_command_out_of_every_request() {
     let requests = server.received_requests().await.expect("recorded");
     assert_eq!(requests.len(), 1);
     let body = String::from_utf8_lossy(&requests[0].body);
-    assert!(!body.contains("run_shell_command"), "safe mode leaked the dangerous tool: {body}");
+    assert!(
+        !body.contains("run_shell_command"),
+        "safe mode leaked the dangerous tool: {body}"
+    );
     assert!(body.contains("write_file"));
 
     let server = model_server(vec![finish("no_tasks")]).await;
-    openai_run(&repo, &server, &["--allow-dangerous-tools"]).run_async().await.assert_code(0);
+    openai_run(&repo, &server, &["--allow-dangerous-tools"])
+        .run_async()
+        .await
+        .assert_code(0);
     let requests = server.received_requests().await.expect("recorded");
     let body = String::from_utf8_lossy(&requests[0].body);
     assert!(body.contains("run_shell_command"), "the flag offers the tool");
@@ -103,9 +112,20 @@ async fn history_sent_back_is_valid_json_with_tool_results_and_parse_errors() {
     }
     let first_results: Value = serde_json::from_str(messages[3]["content"].as_str().expect("text")).expect("json");
     assert_eq!(first_results["tool_results"][0]["ok"], true);
-    assert!(first_results["tool_results"][0]["output"].as_str().expect("output").contains("# Sample"));
+    assert!(
+        first_results["tool_results"][0]["output"]
+            .as_str()
+            .expect("output")
+            .contains("# Sample")
+    );
     let parse_error: Value = serde_json::from_str(messages[5]["content"].as_str().expect("text")).expect("json");
-    assert!(parse_error["error"].as_str().expect("error").contains("could not be used"), "{parse_error}");
+    assert!(
+        parse_error["error"]
+            .as_str()
+            .expect("error")
+            .contains("could not be used"),
+        "{parse_error}"
+    );
     assert!(parse_error["expected_shape"].is_string());
     let batch: Value = serde_json::from_str(messages[7]["content"].as_str().expect("text")).expect("json");
     assert_eq!(batch["tool_results"][0]["ok"], false);
@@ -113,7 +133,10 @@ async fn history_sent_back_is_valid_json_with_tool_results_and_parse_errors() {
     assert!(!repo.path().join("x.txt").exists());
     // The task and the file tree reach the model in the first user message.
     let first_user = requests[0]["messages"][1]["content"].as_str().expect("text");
-    assert!(first_user.contains("look around") && first_user.contains("src/lib.rs"), "{first_user}");
+    assert!(
+        first_user.contains("look around") && first_user.contains("src/lib.rs"),
+        "{first_user}"
+    );
     // Usage from the API's own fields is counted.
     let finished = out.events_of("run_finished");
     assert_eq!(finished[0]["usage"]["input_tokens"], 480);
@@ -128,21 +151,30 @@ async fn continuous_cycles_show_the_bots_own_open_pull_requests() {
             "do the task",
             &[
                 ("write_file", json!({"path": "one.txt", "content": "1"})),
-                ("create_pull_request", json!({"title": "Add one", "body": "adds one.txt"})),
+                (
+                    "create_pull_request",
+                    json!({"title": "Add one", "body": "adds one.txt"}),
+                ),
                 ("finish", json!({"status": "completed", "summary": "added"})),
             ],
         ),
         finish("no_tasks"),
     ])
     .await;
-    openai_run(&repo, &server, &["--continuous"]).run_async().await.assert_code(0);
+    openai_run(&repo, &server, &["--continuous"])
+        .run_async()
+        .await
+        .assert_code(0);
     let requests = bodies(&server.received_requests().await.expect("recorded"));
     assert_eq!(requests.len(), 2);
     let first = requests[0]["messages"][1]["content"].as_str().expect("text");
     let second = requests[1]["messages"][1]["content"].as_str().expect("text");
     assert!(first.contains("add one.txt"), "the task file is a task source: {first}");
     assert!(!first.contains("upkeep/add-one"));
-    assert!(second.contains("Add one (branch upkeep/add-one)"), "cycle 2 sees the open pull request: {second}");
+    assert!(
+        second.contains("Add one (branch upkeep/add-one)"),
+        "cycle 2 sees the open pull request: {second}"
+    );
 }
 
 /// Waits (bounded) until the server has seen a request: the model call is in flight.
@@ -158,23 +190,42 @@ async fn interrupt_during_slow_reply(signal: nix::sys::signal::Signal) {
     let repo = TestRepo::new();
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(chat_completion(&finish("no_tasks"))).set_delay(Duration::from_secs(120)))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(chat_completion(&finish("no_tasks")))
+                .set_delay(Duration::from_secs(120)),
+        )
         .mount(&server)
         .await;
     let mut upkeep = openai_run(&repo, &server, &["--task", "t"]);
     let child = upkeep.spawn();
     wait_for_request(&server).await;
-    assert_eq!(upkeep.leftover_temp_entries(), 1, "the clone exists while the model thinks");
+    assert_eq!(
+        upkeep.leftover_temp_entries(),
+        1,
+        "the clone exists while the model thinks"
+    );
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
     nix::sys::signal::kill(pid, signal).expect("signal sent");
-    let status = tokio::task::spawn_blocking(move || child.wait_with_output()).await.expect("joined").expect("waited");
-    assert_eq!(status.status.code(), Some(130), "stderr: {}", String::from_utf8_lossy(&status.stderr));
+    let status = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("joined")
+        .expect("waited");
+    assert_eq!(
+        status.status.code(),
+        Some(130),
+        "stderr: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     assert_eq!(upkeep.leftover_temp_entries(), 0, "temporary clone removed");
     let events: Vec<Value> = String::from_utf8_lossy(&status.stdout)
         .lines()
         .map(|line| serde_json::from_str(line).expect("json line"))
         .collect();
-    let finished = events.iter().find(|e| e["type"] == "run_finished").expect("run_finished emitted");
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "run_finished")
+        .expect("run_finished emitted");
     assert_eq!(finished["exit_code"], 130);
     assert!(repo.bot_branches().is_empty());
 }

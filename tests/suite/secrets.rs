@@ -25,12 +25,24 @@ async fn secrets_never_leave_the_process_or_land_in_the_clone() {
     let server = MockServer::start().await;
     // A model that (as if prompt-injected) tries every way to exfiltrate the secrets.
     let replies = [
-        reply("look at the environment", &[("run_shell_command", json!({"command": "env; echo key=$OPENAI_API_KEY token=$GITHUB_TOKEN"}))]),
+        reply(
+            "look at the environment",
+            &[(
+                "run_shell_command",
+                json!({"command": "env; echo key=$OPENAI_API_KEY token=$GITHUB_TOKEN"}),
+            )],
+        ),
         reply(
             "write the secret everywhere",
             &[
-                ("write_file", json!({"path": "leak.txt", "content": format!("key {API_KEY} token {GITHUB_TOKEN}\n")})),
-                ("create_pull_request", json!({"title": format!("Leak {API_KEY}"), "body": format!("token {GITHUB_TOKEN}")})),
+                (
+                    "write_file",
+                    json!({"path": "leak.txt", "content": format!("key {API_KEY} token {GITHUB_TOKEN}\n")}),
+                ),
+                (
+                    "create_pull_request",
+                    json!({"title": format!("Leak {API_KEY}"), "body": format!("token {GITHUB_TOKEN}")}),
+                ),
                 ("ask_question", json!({"question_text": format!("is {API_KEY} right?")})),
             ],
         ),
@@ -49,7 +61,16 @@ async fn secrets_never_leave_the_process_or_land_in_the_clone() {
         .env("OPENAI_API_KEY", API_KEY)
         .env("GITHUB_TOKEN", GITHUB_TOKEN)
         .env("UPKEEP_LOG", "trace")
-        .args(["run", "--json", "--allow-dangerous-tools", "--task", "t", "--provider", "openai", "--base-url"])
+        .args([
+            "run",
+            "--json",
+            "--allow-dangerous-tools",
+            "--task",
+            "t",
+            "--provider",
+            "openai",
+            "--base-url",
+        ])
         .args([format!("{}/v1", server.uri())])
         .args(["--trace"])
         .args([&trace])
@@ -61,7 +82,10 @@ async fn secrets_never_leave_the_process_or_land_in_the_clone() {
 
     let trace_text = std::fs::read_to_string(&trace).expect("trace");
     let requests = server.received_requests().await.expect("recorded");
-    let request_bodies: String = requests.iter().map(|r| String::from_utf8_lossy(&r.body).into_owned()).collect();
+    let request_bodies: String = requests
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+        .collect();
     let branch = repo.bot_branches().pop().expect("a pull request branch");
     let places = [
         ("stdout events", out.stdout.clone()),
@@ -69,7 +93,10 @@ async fn secrets_never_leave_the_process_or_land_in_the_clone() {
         ("trace", trace_text),
         ("prompts sent to the model", request_bodies),
         ("pull request description", repo.description(&branch)),
-        ("file in the pull request", repo.git(&["show", &format!("{branch}:leak.txt")])),
+        (
+            "file in the pull request",
+            repo.git(&["show", &format!("{branch}:leak.txt")]),
+        ),
         ("commit message", repo.git(&["log", "-1", "--format=%B", &branch])),
     ];
     for (place, text) in &places {
@@ -77,12 +104,24 @@ async fn secrets_never_leave_the_process_or_land_in_the_clone() {
         assert!(!text.contains(GITHUB_TOKEN), "token leaked into {place}: {text}");
     }
     // The command ran, with neither variable in its environment.
-    let shell = out.events_of("tool_result").into_iter().find(|e| e["tool"] == "run_shell_command").expect("ran");
+    let shell = out
+        .events_of("tool_result")
+        .into_iter()
+        .find(|e| e["tool"] == "run_shell_command")
+        .expect("ran");
     let output = shell["output"].as_str().expect("output");
     assert!(output.contains("key= token="), "variables were not inherited: {output}");
-    assert!(!output.contains("[REDACTED]"), "nothing needed redacting because nothing was inherited: {output}");
+    assert!(
+        !output.contains("[REDACTED]"),
+        "nothing needed redacting because nothing was inherited: {output}"
+    );
     // The key was used where it belongs: the Authorization header.
-    let auth = requests[0].headers.get("authorization").expect("auth header").to_str().expect("ascii");
+    let auth = requests[0]
+        .headers
+        .get("authorization")
+        .expect("auth header")
+        .to_str()
+        .expect("ascii");
     assert_eq!(auth, format!("Bearer {API_KEY}"));
     assert!(repo.description(&branch).contains("[REDACTED]"));
 }

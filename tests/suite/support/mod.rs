@@ -175,7 +175,11 @@ impl Upkeep {
     }
 
     pub fn run(mut self) -> RunOutput {
-        let output = self.command.stdin(std::process::Stdio::null()).output().expect("upkeep runs");
+        let output = self
+            .command
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("upkeep runs");
         let leftovers = self.leftover_temp_entries();
         RunOutput {
             code: output.status.code(),
@@ -202,7 +206,9 @@ impl Upkeep {
 
     /// Runs on a blocking thread, for async tests whose local servers must keep serving.
     pub async fn run_async(self) -> RunOutput {
-        tokio::task::spawn_blocking(move || self.run()).await.expect("run finished")
+        tokio::task::spawn_blocking(move || self.run())
+            .await
+            .expect("run finished")
     }
 }
 
