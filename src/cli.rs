@@ -95,6 +95,10 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_BASE_URL")]
     pub base_url: Option<String>,
 
+    /// Timeout of one model API request, in seconds [default: 300]
+    #[arg(long, env = "UPKEEP_REQUEST_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout: Option<u64>,
+
     /// Scripted model replies (JSON Lines); implies --provider replay
     #[arg(long, env = "UPKEEP_REPLAY")]
     pub replay: Option<PathBuf>,

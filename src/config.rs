@@ -27,6 +27,8 @@ pub const DEFAULT_TASKS_FILE: &str = "TODO.md";
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[".github/workflows/**"];
 pub const DEFAULT_SHELL_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
+/// Long enough for a large reply from a slow local model.
+pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 300;
 pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
 pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
 
@@ -474,7 +476,7 @@ impl Config {
                 base_url: args.base_url.clone(),
                 api_key,
                 replay: args.replay.clone(),
-                request_timeout: Duration::from_secs(300),
+                request_timeout: Duration::from_secs(args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS)),
             },
             forge,
             dry_run: args.dry_run,

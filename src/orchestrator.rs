@@ -472,6 +472,7 @@ impl Runner<'_> {
             identity: &config.identity,
             default_issue,
             cycle_branch: None,
+            open_pull_requests: &open_pull_requests,
         };
         let agent = Agent {
             provider,

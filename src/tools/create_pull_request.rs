@@ -31,6 +31,27 @@ pub fn branch_name(issue: Option<u64>, title: &str) -> String {
     }
 }
 
+/// The branch for this call: the one already used in this cycle; else, when working an issue
+/// that has an open bot pull request, that pull request's branch (so a retitled proposal updates
+/// it rather than opening a duplicate); else a new name from the issue and title.
+fn pick_branch(
+    cycle_branch: Option<&str>,
+    issue: Option<u64>,
+    title: &str,
+    open: &[crate::forge::OpenPullRequest],
+) -> String {
+    if let Some(branch) = cycle_branch {
+        return branch.to_owned();
+    }
+    if let Some(number) = issue {
+        let prefix = format!("{BOT_BRANCH_PREFIX}{number}-");
+        if let Some(existing) = open.iter().find(|pr| pr.branch.starts_with(&prefix)) {
+            return existing.branch.clone();
+        }
+    }
+    branch_name(issue, title)
+}
+
 #[async_trait]
 impl Tool for CreatePullRequest {
     fn spec(&self) -> ToolSpec {
@@ -53,9 +74,7 @@ impl Tool for CreatePullRequest {
             return Err(ToolError::model("title is empty"));
         }
         let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
-        let branch = ctx
-            .cycle_branch
-            .map_or_else(|| branch_name(issue, &title), str::to_owned);
+        let branch = pick_branch(ctx.cycle_branch, issue, &title, ctx.open_pull_requests);
         let workspace = ctx.workspace;
 
         let on_bot_branch = workspace.current_branch().map_err(fatal)? == branch;
@@ -117,5 +136,18 @@ mod tests {
         assert_eq!(branch_name(None, "Add CONTRIBUTING.md"), "upkeep/add-contributing-md");
         assert_eq!(branch_name(None, "???"), "upkeep/change");
         assert!(branch_name(None, &"very long title ".repeat(20)).len() <= BOT_BRANCH_PREFIX.len() + MAX_SLUG_CHARS);
+    }
+
+    #[test]
+    fn an_issue_with_an_open_pull_request_keeps_its_branch() {
+        let open = vec![crate::forge::OpenPullRequest {
+            number: Some(9),
+            branch: "upkeep/12-first-title".into(),
+            title: "First title".into(),
+            url: "u".into(),
+        }];
+        assert_eq!(pick_branch(None, Some(12), "Another title", &open), "upkeep/12-first-title");
+        assert_eq!(pick_branch(None, Some(13), "Another title", &open), "upkeep/13-another-title");
+        assert_eq!(pick_branch(Some("upkeep/x"), Some(12), "t", &open), "upkeep/x");
     }
 }

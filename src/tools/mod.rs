@@ -101,6 +101,9 @@ pub struct ToolContext<'a> {
     /// Pull requests opened or updated earlier in this cycle, so a second
     /// `create_pull_request` updates the same branch instead of opening another.
     pub cycle_branch: Option<&'a str>,
+    /// The bot's open pull requests when the cycle started: working an issue that already has
+    /// one updates it instead of opening a second.
+    pub open_pull_requests: &'a [crate::forge::OpenPullRequest],
 }
 
 #[async_trait]
