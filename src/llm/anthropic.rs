@@ -83,10 +83,7 @@ impl Anthropic {
             .header("anthropic-version", API_VERSION)
             .json(body);
         if let Some(key) = &self.api_key {
-            let value = secret_header(NAME, "", key).map_err(|error| ProviderError::Config {
-                provider: NAME,
-                message: error.to_string(),
-            })?;
+            let value = secret_header(NAME, "", key)?;
             http = http.header("x-api-key", value);
         }
         post_json(NAME, http, self.api_key.as_ref()).await
@@ -104,16 +101,13 @@ impl Provider for Anthropic {
     }
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        let structured = self.structured.enabled();
-        let answer = match self.send(&self.body(&request, structured)).await {
-            Err(ProviderError::Http { status, message, .. })
-                if structured && self.structured.is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
-            {
-                self.structured.disable(NAME, &message);
-                self.send(&self.body(&request, false)).await?
-            }
-            other => other?,
-        };
+        let answer = self
+            .structured
+            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
+                let body = self.body(&request, structured);
+                async move { self.send(&body).await }
+            })
+            .await?;
         parse(answer)
     }
 }

@@ -75,16 +75,13 @@ impl Provider for Ollama {
     }
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        let structured = self.structured.enabled();
-        let answer = match self.send(&self.body(&request, structured)).await {
-            Err(ProviderError::Http { status, message, .. })
-                if structured && self.structured.is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
-            {
-                self.structured.disable(NAME, &message);
-                self.send(&self.body(&request, false)).await?
-            }
-            other => other?,
-        };
+        let answer = self
+            .structured
+            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
+                let body = self.body(&request, structured);
+                async move { self.send(&body).await }
+            })
+            .await?;
         parse(answer)
     }
 }

@@ -72,10 +72,7 @@ impl OpenAi {
     async fn send(&self, body: &Value) -> Result<Value, ProviderError> {
         let mut http = self.client.post(&self.url).json(body);
         if let Some(key) = &self.api_key {
-            let value = secret_header(NAME, "Bearer ", key).map_err(|error| ProviderError::Config {
-                provider: NAME,
-                message: error.to_string(),
-            })?;
+            let value = secret_header(NAME, "Bearer ", key)?;
             http = http.header(reqwest::header::AUTHORIZATION, value);
         }
         post_json(NAME, http, self.api_key.as_ref()).await
@@ -93,16 +90,13 @@ impl Provider for OpenAi {
     }
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        let structured = self.structured.enabled();
-        let answer = match self.send(&self.body(&request, structured)).await {
-            Err(ProviderError::Http { status, message, .. })
-                if structured && self.structured.is_refusal(status, &message, SCHEMA_REFUSAL_MARKERS) =>
-            {
-                self.structured.disable(NAME, &message);
-                self.send(&self.body(&request, false)).await?
-            }
-            other => other?,
-        };
+        let answer = self
+            .structured
+            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
+                let body = self.body(&request, structured);
+                async move { self.send(&body).await }
+            })
+            .await?;
         parse(answer)
     }
 }

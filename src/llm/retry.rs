@@ -171,13 +171,12 @@ pub(super) fn secret_header(
     provider: &'static str,
     prefix: &str,
     secret: &SecretString,
-) -> Result<reqwest::header::HeaderValue, crate::config::ConfigError> {
+) -> Result<reqwest::header::HeaderValue, ProviderError> {
     let mut value = reqwest::header::HeaderValue::from_str(&format!("{prefix}{}", secret.expose_secret()))
         // Deliberately not the header error: it could describe the key's bytes.
-        .map_err(|_| {
-            crate::config::ConfigError(format!(
-                "{provider}: the API key contains characters not allowed in an HTTP header"
-            ))
+        .map_err(|_| ProviderError::Config {
+            provider,
+            message: "the API key contains characters not allowed in an HTTP header".into(),
         })?;
     value.set_sensitive(true);
     Ok(value)

@@ -386,6 +386,31 @@ impl StructuredOutput {
         markers.iter().any(|marker| message.contains(marker))
     }
 
+    /// Sends with the schema while the server accepts it; on the first refusal turns it off for
+    /// the rest of the run and sends the same request again without it. `send(true)` asks with
+    /// the schema, `send(false)` without.
+    pub async fn send_with_fallback<F, Fut>(
+        &self,
+        provider: &'static str,
+        markers: &[&str],
+        send: F,
+    ) -> Result<Value, super::ProviderError>
+    where
+        F: Fn(bool) -> Fut,
+        Fut: std::future::Future<Output = Result<Value, super::ProviderError>>,
+    {
+        let structured = self.enabled();
+        match send(structured).await {
+            Err(super::ProviderError::Http { status, message, .. })
+                if structured && self.is_refusal(status, &message, markers) =>
+            {
+                self.disable(provider, &message);
+                send(false).await
+            }
+            other => other,
+        }
+    }
+
     /// Turns structured output off; says so once, however many calls race here.
     pub fn disable(&self, provider: &'static str, reason: &str) {
         if self.enabled.swap(false, Ordering::Relaxed) {
