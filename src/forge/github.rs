@@ -628,17 +628,13 @@ fn next_page_route(link: &str) -> Option<String> {
     })
 }
 
+/// Everything but RFC 3986's unreserved characters is escaped in a path segment or query value.
+const COMPONENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
 /// Percent-encodes a path segment or query value.
 fn encode(component: &str) -> String {
-    let mut out = String::with_capacity(component.len());
-    for byte in component.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(component, COMPONENT).to_string()
 }
 
 /// `text` cut to at most `max` bytes on a character boundary, marked when cut.
