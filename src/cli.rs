@@ -22,6 +22,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the tools exactly as the model sees them.
     Tools(ToolsArgs),
+    /// Set a repository up for upkeep: write .upkeep.toml and .github/workflows/upkeep.yml.
+    Init(InitArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
@@ -198,4 +200,11 @@ pub struct ToolsArgs {
     /// The tool specs and the reply schema as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InitArgs {
+    /// The repository to set up; existing files are never overwritten.
+    #[arg(long, default_value = ".")]
+    pub repo_dir: PathBuf,
 }

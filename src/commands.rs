@@ -4,20 +4,66 @@ use std::io::Write;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::actions::{Actions, RunContext};
 use crate::agent::prompt::describe_tool;
 use crate::cli::{RunArgs, ToolsArgs};
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::exit::ExitStatus;
+use crate::orchestrator::RunSummary;
+use crate::secrets::Redactor;
 use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
 
+/// Runs upkeep; inside GitHub Actions also applies the triggering event and reports the run as
+/// step outputs, a job summary and annotations (see [`crate::actions`]).
 pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
-    match Config::from_args(args) {
-        Ok(config) => crate::orchestrator::run(config, cancel).await.status,
-        Err(error) => {
-            eprintln!("upkeep: {error}");
-            ExitStatus::Usage
-        }
+    let actions = Actions::from_env();
+    let mut config = match Config::from_args(args) {
+        Ok(config) => config,
+        Err(error) => return usage_error(&error, &args.repo, actions.as_ref()),
+    };
+    let Some(actions) = actions else {
+        return crate::orchestrator::run(config, cancel).await.status;
+    };
+    if let Err(error) = actions.apply_event(&mut config).await {
+        return usage_error(&error, &args.repo, Some(&actions));
     }
+    let redactor = crate::orchestrator::redactor_for(&config);
+    let context = RunContext {
+        repo: config.source.display_name(),
+        issue: config.issue,
+        dry_run: config.dry_run,
+    };
+    let summary = {
+        let _paused = crate::actions::pause_workflow_commands();
+        crate::orchestrator::run(config, cancel).await
+    };
+    actions.report(&summary, &context, &redactor);
+    summary.status
+}
+
+/// A configuration error before any work: exit 2, and in Actions the same report as a run.
+fn usage_error(error: &ConfigError, repo: &str, actions: Option<&Actions>) -> ExitStatus {
+    let redactor = Redactor::from_env();
+    eprintln!("upkeep: {}", redactor.redact(&error.to_string()));
+    if let Some(actions) = actions {
+        let summary = RunSummary {
+            status: ExitStatus::Usage,
+            outcome: "usage_error".into(),
+            cycles: 0,
+            turns: 0,
+            usage: crate::llm::Usage::default(),
+            cost_usd: 0.0,
+            pull_requests: Vec::new(),
+            question: None,
+            error: Some(error.to_string()),
+        };
+        let context = RunContext {
+            repo: repo.to_owned(),
+            ..RunContext::default()
+        };
+        actions.report(&summary, &context, &redactor);
+    }
+    ExitStatus::Usage
 }
 
 /// Prints the tools exactly as the model sees them: the same specs the prompt and the

@@ -4,6 +4,7 @@
 //! runs [`orchestrator::run`] and maps the outcome to an exit code. Everything a run does lives
 //! here, so that tests and other front ends can drive it the same way.
 
+pub mod actions;
 pub mod agent;
 pub mod cli;
 pub mod commands;
@@ -12,6 +13,7 @@ pub mod demo;
 pub mod events;
 pub mod exit;
 pub mod forge;
+pub mod init;
 pub mod llm;
 pub mod logging;
 pub mod orchestrator;
