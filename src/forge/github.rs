@@ -629,8 +629,11 @@ fn next_page_route(link: &str) -> Option<String> {
 }
 
 /// Everything but RFC 3986's unreserved characters is escaped in a path segment or query value.
-const COMPONENT: &percent_encoding::AsciiSet =
-    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 
 /// Percent-encodes a path segment or query value.
 fn encode(component: &str) -> String {

@@ -146,8 +146,14 @@ mod tests {
             title: "First title".into(),
             url: "u".into(),
         }];
-        assert_eq!(pick_branch(None, Some(12), "Another title", &open), "upkeep/12-first-title");
-        assert_eq!(pick_branch(None, Some(13), "Another title", &open), "upkeep/13-another-title");
+        assert_eq!(
+            pick_branch(None, Some(12), "Another title", &open),
+            "upkeep/12-first-title"
+        );
+        assert_eq!(
+            pick_branch(None, Some(13), "Another title", &open),
+            "upkeep/13-another-title"
+        );
         assert_eq!(pick_branch(Some("upkeep/x"), Some(12), "t", &open), "upkeep/x");
     }
 }
