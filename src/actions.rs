@@ -286,7 +286,11 @@ pub fn issue_task(issue: &LabelledIssue, comments: &[IssueComment]) -> String {
     let mut text = format!("Issue #{}: {}", issue.number, issue.title.trim());
     let body = issue.body.trim();
     if !body.is_empty() {
-        let _ = write!(text, "\n\n{}", truncate(body, MAX_ISSUE_TEXT_CHARS));
+        let _ = write!(
+            text,
+            "\n\n{}",
+            crate::text::marked(crate::text::prefix_chars(body, MAX_ISSUE_TEXT_CHARS), " […]")
+        );
     }
     if !comments.is_empty() {
         text.push_str("\n\n## Comments on the issue\n");
@@ -297,7 +301,10 @@ pub fn issue_task(issue: &LabelledIssue, comments: &[IssueComment]) -> String {
             } else {
                 format!("comment by {}", comment.author)
             };
-            let body = truncate(comment.body.trim_end(), MAX_ISSUE_TEXT_CHARS);
+            let body = crate::text::marked(
+                crate::text::prefix_chars(comment.body.trim_end(), MAX_ISSUE_TEXT_CHARS),
+                " […]",
+            );
             let _ = write!(text, "\n> {heading}:\n> {}\n", body.replace('\n', "\n> "));
         }
     }
@@ -319,7 +326,7 @@ pub fn outputs(summary: &RunSummary) -> Vec<(&'static str, String)> {
             summary
                 .question
                 .as_deref()
-                .map(|q| truncate(q, MAX_TEXT_CHARS))
+                .map(|q| crate::text::marked(crate::text::prefix_chars(q, MAX_TEXT_CHARS), " […]"))
                 .unwrap_or_default(),
         ),
     ]
@@ -366,7 +373,10 @@ pub fn escape_data(text: &str) -> String {
 /// short, a notice for a question; none for success.
 pub fn annotation(summary: &RunSummary) -> Option<String> {
     let code = summary.status.code();
-    let error = summary.error.as_deref().map(|e| truncate(e, MAX_TEXT_CHARS));
+    let error = summary
+        .error
+        .as_deref()
+        .map(|e| crate::text::marked(crate::text::prefix_chars(e, MAX_TEXT_CHARS), " […]"));
     match summary.status {
         ExitStatus::Done => None,
         ExitStatus::Failure | ExitStatus::Usage | ExitStatus::Interrupted => {
@@ -386,7 +396,10 @@ pub fn annotation(summary: &RunSummary) -> Option<String> {
             &format!("upkeep stopped: a budget cut the cycle short (exit code {code})"),
         )),
         ExitStatus::Question => {
-            let question = summary.question.as_deref().map(|q| truncate(q, MAX_TEXT_CHARS));
+            let question = summary
+                .question
+                .as_deref()
+                .map(|q| crate::text::marked(crate::text::prefix_chars(q, MAX_TEXT_CHARS), " […]"));
             Some(workflow_command(
                 "notice",
                 &format!(
@@ -453,7 +466,7 @@ pub fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
     }
     if let Some(question) = &summary.question {
         text.push_str("\n#### Question\n\n");
-        for line in truncate(question, MAX_TEXT_CHARS).lines() {
+        for line in crate::text::marked(crate::text::prefix_chars(question, MAX_TEXT_CHARS), " […]").lines() {
             // Markdown in a question (code, lists) renders; raw HTML does not.
             let _ = writeln!(text, "> {}", line.replace('<', "&lt;"));
         }
@@ -464,7 +477,7 @@ pub fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
         let _ = writeln!(text, "\nAnswer it {place}, then run upkeep again.");
     }
     if let Some(error) = &summary.error {
-        let error = truncate(error, MAX_TEXT_CHARS);
+        let error = crate::text::marked(crate::text::prefix_chars(error, MAX_TEXT_CHARS), " […]");
         let fence = "`".repeat(longest_backtick_run(&error).max(2) + 1);
         let _ = write!(text, "\n#### Error\n\n{fence}text\n{error}\n{fence}\n");
     }
@@ -490,13 +503,6 @@ fn inline_code(text: &str) -> String {
 
 fn longest_backtick_run(text: &str) -> usize {
     text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
-}
-
-fn truncate(text: &str, max_chars: usize) -> String {
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => format!("{} […]", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
 
 /// Pauses the runner's processing of workflow commands until dropped. While paused, a line on
@@ -613,7 +619,9 @@ mod tests {
     fn markdown_escaping_keeps_titles_and_code_intact() {
         assert_eq!(escape_markdown("Fix [x] <b>"), "Fix \\[x\\] \\<b\\>");
         assert_eq!(longest_backtick_run("a ``` b ` c"), 3);
-        assert_eq!(truncate("héllo", 2), "hé […]");
-        assert_eq!(truncate("hé", 2), "hé");
+        assert_eq!(
+            crate::text::marked(crate::text::prefix_chars("héllo", 2), " […]"),
+            "hé […]"
+        );
     }
 }

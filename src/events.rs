@@ -170,12 +170,7 @@ impl EventSink {
 
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
-    } else {
-        flat
-    }
+    crate::text::marked(crate::text::prefix_chars(&flat, max), "…")
 }
 
 fn render_human(scope: Scope, event: &Event) -> Option<String> {

@@ -19,5 +19,6 @@ pub mod logging;
 pub mod orchestrator;
 pub mod secrets;
 pub mod signals;
+pub mod text;
 pub mod tools;
 pub mod workspace;

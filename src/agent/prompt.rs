@@ -27,17 +27,6 @@ fn fill(template: &str, values: &[(&str, &str)]) -> String {
     text
 }
 
-fn truncate_bytes(text: &str, max: usize) -> (&str, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
-}
-
 /// One tool, as the system prompt lists it: name, description and arguments.
 pub fn describe_tool(spec: &ToolSpec) -> String {
     let mut text = format!("## {}\n{}\nArguments:", spec.name, spec.description);
@@ -154,7 +143,7 @@ fn render_backlog(tasks_file: Option<(&str, &str)>, issues: &[TaskIssue]) -> Str
         "# Choose your task\n\nNo task was given. Pick ONE eligible task from the sources below (skip anything an open pull request of yours already covers), do it, and open a pull request. If nothing is eligible, call finish with status no_tasks.\n",
     );
     if let Some((name, content)) = tasks_file {
-        let (shown, cut) = truncate_bytes(content, MAX_TASK_SOURCE_BYTES);
+        let (shown, cut) = crate::text::prefix_bytes(content, MAX_TASK_SOURCE_BYTES);
         let _ = write!(text, "\n## Task file `{name}`\n\n{}\n", shown.trim_end());
         if cut {
             text.push_str("[notice: the task file is longer; read_file shows the rest]\n");
@@ -163,7 +152,7 @@ fn render_backlog(tasks_file: Option<(&str, &str)>, issues: &[TaskIssue]) -> Str
     if !issues.is_empty() {
         text.push_str("\n## Open issues labelled for you\n");
         for issue in issues {
-            let (body, cut) = truncate_bytes(&issue.body, MAX_TASK_SOURCE_BYTES);
+            let (body, cut) = crate::text::prefix_bytes(&issue.body, MAX_TASK_SOURCE_BYTES);
             let _ = write!(
                 text,
                 "\n### Issue #{}: {}\n\n{}{}\n",
@@ -173,7 +162,7 @@ fn render_backlog(tasks_file: Option<(&str, &str)>, issues: &[TaskIssue]) -> Str
                 if cut { " […]" } else { "" }
             );
             for comment in &issue.comments {
-                let (body, _) = truncate_bytes(&comment.body, 4096);
+                let (body, _) = crate::text::prefix_bytes(&comment.body, 4096);
                 // A question the bot posted earlier reads as its own, so the comments after it
                 // read as the human's answer.
                 let heading = if comment.author == OWN_QUESTION_AUTHOR {

@@ -470,7 +470,7 @@ impl CommentJson {
         if let Some(question) = own_question(&body) {
             return IssueComment {
                 author: OWN_QUESTION_AUTHOR.to_owned(),
-                body: cut(question, MAX_COMMENT_BYTES),
+                body: crate::text::marked(crate::text::prefix_bytes(question, MAX_COMMENT_BYTES), " […]"),
             };
         }
         IssueComment {
@@ -479,7 +479,7 @@ impl CommentJson {
                 .map(|user| user.login)
                 .filter(|login| !login.is_empty())
                 .unwrap_or_else(|| "(unknown)".into()),
-            body: cut(&body, MAX_COMMENT_BYTES),
+            body: crate::text::marked(crate::text::prefix_bytes(&body, MAX_COMMENT_BYTES), " […]"),
         }
     }
 }
@@ -575,7 +575,7 @@ fn api_message(body: &str) -> String {
         return if text.is_empty() {
             "(no message)".into()
         } else {
-            cut(text, MAX_ERROR_BODY_BYTES)
+            crate::text::marked(crate::text::prefix_bytes(text, MAX_ERROR_BODY_BYTES), " […]")
         };
     };
     let mut message = object
@@ -638,18 +638,6 @@ const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMER
 /// Percent-encodes a path segment or query value.
 fn encode(component: &str) -> String {
     percent_encoding::utf8_percent_encode(component, COMPONENT).to_string()
-}
-
-/// `text` cut to at most `max` bytes on a character boundary, marked when cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{} […]", &text[..end])
 }
 
 /// An error and its sources on one line: octocrab's top-level messages are terse.

@@ -288,7 +288,10 @@ fn error_message(body: &[u8]) -> Option<String> {
         let text = text.trim();
         (!text.is_empty()).then(|| text.to_owned())
     })?;
-    Some(truncate(message))
+    Some(crate::text::marked(
+        crate::text::prefix_chars(&message, MAX_MESSAGE_CHARS),
+        "…",
+    ))
 }
 
 fn json_error_message(value: &Value) -> Option<String> {
@@ -316,14 +319,6 @@ fn json_error_message(value: &Value) -> Option<String> {
         }
     }
     None
-}
-
-fn truncate(mut text: String) -> String {
-    if let Some((cut, _)) = text.char_indices().nth(MAX_MESSAGE_CHARS) {
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
 }
 
 fn redact(message: String, secret: Option<&SecretString>) -> String {
