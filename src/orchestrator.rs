@@ -1,10 +1,12 @@
 //! Cycles, modes and budgets: the whole run.
 //!
-//! A cycle is a fresh clone of the base branch plus turns until `finish`, `ask_question` or a
+//! A cycle is a fresh copy of the base branch plus turns until `finish`, `ask_question` or a
 //! budget. Single mode runs one cycle; continuous mode starts the next cycle on a fresh copy
-//! after `finish{completed}` and stops on `no_tasks` (exit 0), a question (3), a budget (4) or
-//! after `--max-cycles` (0). The orchestrator owns the workspace, the agent and the forge, and
-//! maps every way a run can end to one [`ExitStatus`], with a `run_finished` event.
+//! after `finish{completed}` (the same clone, refreshed in place to exactly what the remote
+//! has: see [`Workspace::refresh_blocking`]) and stops on `no_tasks` (exit 0), a question (3),
+//! a budget (4) or after `--max-cycles` (0). The orchestrator owns the workspace, the agent and
+//! the forge, and maps every way a run can end to one [`ExitStatus`], with a `run_finished`
+//! event.
 
 use tokio_util::sync::CancellationToken;
 
@@ -180,6 +182,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         budget: None,
         pull_requests: Vec::new(),
         question: None,
+        kept: None,
     };
     let result = runner.run().await;
     let (status, outcome, error) = match &result {
@@ -258,6 +261,9 @@ struct Runner<'a> {
     budget: Option<Budget>,
     pull_requests: Vec<crate::forge::PullRequest>,
     question: Option<String>,
+    /// Continuous mode: the clone the last cycle ended in, refreshed in place for the next one
+    /// instead of cloning again. Only held between cycles; dropping it removes the directory.
+    kept: Option<Workspace>,
 }
 
 impl Runner<'_> {
@@ -341,10 +347,44 @@ impl Runner<'_> {
         }
     }
 
-    /// Clones, reads `.upkeep.toml`, and re-clones when the file names another base branch.
-    async fn prepare(&self, cycle: u32) -> Result<(Workspace, RepoSettings), RunError> {
+    /// Refreshes a kept clone in place (on a blocking thread, like a clone).
+    async fn refresh(&self, workspace: Workspace) -> Result<Workspace, RunError> {
+        let auth = GitAuth {
+            token: self.config.github.token.clone(),
+        };
+        let cancel = self.cancel.clone();
+        tokio::select! {
+            () = self.cancel.cancelled() => Err(RunError::Interrupted),
+            result = workspace.refresh(auth, cancel) => Ok(result?),
+        }
+    }
+
+    /// Clones (from cycle 2 of continuous mode: refreshes the kept clone), reads `.upkeep.toml`,
+    /// and re-clones when the file names another base branch. The flag says whether the next
+    /// cycle may refresh this clone: not when its base came from the default branch's
+    /// `.upkeep.toml`, which a refresh of the base alone would not see change.
+    async fn prepare(&mut self, cycle: u32) -> Result<(Workspace, RepoSettings, bool), RunError> {
         let config = self.config;
         let explicit_base = config.overrides.base.clone().or_else(|| config.operator.base.clone());
+        if let Some(kept) = self.kept.take() {
+            match self.refresh(kept).await {
+                Ok(workspace) => {
+                    let settings = self.repo_settings(&workspace, cycle)?;
+                    let same_base = settings
+                        .base
+                        .as_deref()
+                        .is_none_or(|base| base == workspace.base_branch());
+                    if explicit_base.is_some() || same_base {
+                        return Ok((workspace, settings, true));
+                    }
+                    // `.upkeep.toml` now names another base: start over as cycle 1 does.
+                }
+                Err(RunError::Interrupted) => return Err(RunError::Interrupted),
+                // A refresh that fails leaves the clone in an unknown state (it is removed); a
+                // fresh clone either works or reports the real problem (network, auth, base).
+                Err(error) => tracing::warn!("could not refresh the clone in place ({error}); cloning afresh"),
+            }
+        }
         let workspace = self.clone(explicit_base.clone()).await?;
         let settings = self.repo_settings(&workspace, cycle)?;
         match &settings.base {
@@ -352,9 +392,9 @@ impl Runner<'_> {
                 drop(workspace);
                 let workspace = self.clone(Some(base.clone())).await?;
                 let settings = self.repo_settings(&workspace, cycle)?;
-                Ok((workspace, settings))
+                Ok((workspace, settings, false))
             }
-            _ => Ok((workspace, settings)),
+            _ => Ok((workspace, settings, true)),
         }
     }
 
@@ -380,7 +420,7 @@ impl Runner<'_> {
 
     async fn cycle(&mut self, cycle: u32, provider: &dyn Provider, forge: &dyn Forge) -> Result<RunEnd, RunError> {
         let config = self.config;
-        let (workspace, settings) = self.prepare(cycle).await?;
+        let (workspace, settings, reusable) = self.prepare(cycle).await?;
         let base = workspace.base_branch().to_owned();
         self.events.emit(
             Scope {
@@ -483,6 +523,18 @@ impl Runner<'_> {
             cycle,
         };
         let outcome = agent.run_cycle(&system, first_message, &schema, &ctx, budget).await?;
+        // Only a cycle that continuous mode follows with another keeps its clone; every other end
+        // (and every error above) drops it here, which removes the temporary directory.
+        let continues = matches!(
+            outcome,
+            CycleOutcome::Finished {
+                status: FinishStatus::Completed,
+                ..
+            }
+        );
+        if reusable && continues && config.mode == Mode::Continuous && cycle < config.max_cycles {
+            self.kept = Some(workspace);
+        }
         Ok(match outcome {
             CycleOutcome::Finished {
                 status: FinishStatus::NoTasks,

@@ -1,3 +1,4 @@
+mod actions;
 mod budgets;
 mod commands;
 mod core;
@@ -5,5 +6,6 @@ mod git_http_server;
 mod github;
 mod model_loop;
 mod providers;
+mod refresh;
 mod secrets;
 pub mod support;
