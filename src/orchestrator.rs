@@ -522,7 +522,11 @@ impl Runner<'_> {
             max_turns: settings.max_turns,
             cycle,
         };
-        let outcome = agent.run_cycle(&system, first_message, &schema, &ctx, budget).await?;
+        let opened_before = self.pull_requests.len();
+        let outcome = agent
+            .run_cycle(&system, first_message, &schema, &ctx, budget, &mut self.pull_requests)
+            .await?;
+        let opened_pull_request = self.pull_requests.len() > opened_before;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
         // (and every error above) drops it here, which removes the temporary directory.
         let continues = matches!(
@@ -539,24 +543,22 @@ impl Runner<'_> {
             CycleOutcome::Finished {
                 status: FinishStatus::NoTasks,
                 summary,
-                pull_requests,
             } => {
-                // Kept for the run summary (the job summary and outputs in Actions read it).
-                self.pull_requests.extend(pull_requests);
                 self.events.say(&format!("nothing to do: {summary}"));
                 RunEnd::NoTasks
             }
             CycleOutcome::Finished {
                 status: FinishStatus::Completed,
                 summary,
-                pull_requests,
             } => {
                 if !summary.is_empty() {
                     self.events.say(&format!("done: {summary}"));
                 }
-                let opened = !pull_requests.is_empty();
-                self.pull_requests.extend(pull_requests);
-                if opened { RunEnd::PullRequest } else { RunEnd::Completed }
+                if opened_pull_request {
+                    RunEnd::PullRequest
+                } else {
+                    RunEnd::Completed
+                }
             }
             CycleOutcome::Question { question, issue } => {
                 self.question = Some(question.clone());

@@ -25,15 +25,8 @@ use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};
 /// How a cycle ended.
 #[derive(Debug)]
 pub enum CycleOutcome {
-    Finished {
-        status: FinishStatus,
-        summary: String,
-        pull_requests: Vec<PullRequest>,
-    },
-    Question {
-        question: String,
-        issue: Option<u64>,
-    },
+    Finished { status: FinishStatus, summary: String },
+    Question { question: String, issue: Option<u64> },
     Limit(Limit),
 }
 
@@ -80,11 +73,14 @@ impl Agent<'_> {
         reply_schema: &Value,
         ctx: &ToolContext<'_>,
         budget: &mut Budget,
+        opened: &mut Vec<PullRequest>,
     ) -> Result<CycleOutcome, CycleError> {
         let redactor = self.events.redactor();
         let system = redactor.redact(system);
         let mut history = vec![Message::user(redactor.redact(&first_message))];
-        let mut pull_requests: Vec<PullRequest> = Vec::new();
+        // Pull requests this cycle opened or updated; `opened` keeps them for the run summary
+        // whichever way the cycle ends (a question or a budget after a pull request included).
+        let first_of_cycle = opened.len();
         let mut turn = 0;
         loop {
             if turn >= self.max_turns {
@@ -158,14 +154,10 @@ impl Agent<'_> {
                     },
                 );
             }
-            let (results, end) = self.run_batch(&reply, ctx, turn, &mut pull_requests).await?;
+            let (results, end) = self.run_batch(&reply, ctx, turn, opened, first_of_cycle).await?;
             if let Some(end) = end {
                 return Ok(match end {
-                    CycleEnd::Finish { status, summary } => CycleOutcome::Finished {
-                        status,
-                        summary,
-                        pull_requests,
-                    },
+                    CycleEnd::Finish { status, summary } => CycleOutcome::Finished { status, summary },
                     CycleEnd::Question { question, issue } => CycleOutcome::Question { question, issue },
                 });
             }
@@ -178,7 +170,8 @@ impl Agent<'_> {
         reply: &ModelReply,
         ctx: &ToolContext<'_>,
         turn: u32,
-        pull_requests: &mut Vec<PullRequest>,
+        opened: &mut Vec<PullRequest>,
+        first_of_cycle: usize,
     ) -> Result<(Vec<Value>, Option<CycleEnd>), CycleError> {
         let redactor = self.events.redactor();
         let scope = self.scope(turn);
@@ -226,7 +219,7 @@ impl Agent<'_> {
                     continue;
                 }
             };
-            let branch = pull_requests.last().map(|pr| pr.branch.clone());
+            let branch = opened[first_of_cycle..].last().map(|pr| pr.branch.clone());
             let call_ctx = ToolContext {
                 cycle_branch: branch.as_deref(),
                 ..*ctx
@@ -251,8 +244,13 @@ impl Agent<'_> {
                         self.events.say(preview);
                     }
                     let text = crate::tools::create_pull_request::describe(&pull_request);
-                    pull_requests.retain(|known| known.branch != pull_request.branch);
-                    pull_requests.push(pull_request);
+                    // An update of a pull request opened earlier in this cycle replaces it.
+                    if let Some(index) =
+                        (first_of_cycle..opened.len()).find(|&i| opened[i].branch == pull_request.branch)
+                    {
+                        opened.remove(index);
+                    }
+                    opened.push(pull_request);
                     (true, text)
                 }
                 Ok(ToolOutput::EndCycle(cycle_end)) => {

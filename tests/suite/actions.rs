@@ -276,6 +276,34 @@ fn a_multi_line_question_survives_the_output_file_intact() {
     assert!(!out.stderr.contains("::error::"));
 }
 
+/// Regression: pull requests were only kept when the cycle ended with `finish`, so one opened
+/// before a question (or a budget stop) was missing from the outputs and the summary.
+#[test]
+fn a_pull_request_opened_before_a_question_is_still_reported() {
+    let repo = TestRepo::new();
+    let runner = Runner::new();
+    let script = UsageScript::new(&[reply(
+        "propose, then ask",
+        &[
+            ("write_file", json!({"path": "docs/USAGE.md", "content": "Run it.\n"})),
+            (
+                "create_pull_request",
+                json!({"title": "Add usage", "body": "Adds usage."}),
+            ),
+            ("ask_question", json!({"question_text": "Document the CLI flags too?"})),
+        ],
+    )]);
+    let out = run_on(runner.upkeep(), &repo, &script, &["--task", "add usage docs"]);
+    out.assert_code(3);
+    let outputs = runner.outputs();
+    assert_eq!(outputs["outcome"], "question");
+    assert!(
+        outputs["pull-request-url"].ends_with("#upkeep/add-usage"),
+        "{outputs:?}"
+    );
+    assert_eq!(outputs["question"], "Document the CLI flags too?");
+}
+
 #[test]
 fn a_labelled_issue_event_makes_the_run_work_exactly_that_issue() {
     let repo = TestRepo::new();
