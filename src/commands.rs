@@ -46,17 +46,7 @@ fn usage_error(error: &ConfigError, repo: &str, actions: Option<&Actions>) -> Ex
     let redactor = Redactor::from_env();
     eprintln!("upkeep: {}", redactor.redact(&error.to_string()));
     if let Some(actions) = actions {
-        let summary = RunSummary {
-            status: ExitStatus::Usage,
-            outcome: "usage_error".into(),
-            cycles: 0,
-            turns: 0,
-            usage: crate::llm::Usage::default(),
-            cost_usd: 0.0,
-            pull_requests: Vec::new(),
-            question: None,
-            error: Some(error.to_string()),
-        };
+        let summary = RunSummary::usage_error(error);
         let context = RunContext {
             repo: repo.to_owned(),
             ..RunContext::default()

@@ -67,18 +67,11 @@ fn describe_result(repo_dir: &Path) -> Result<String, git2::Error> {
             .unwrap_or_default();
         let tree = branch.get().peel_to_tree()?;
         let diff = repo.diff_tree_to_tree(Some(&main_tree), Some(&tree), None)?;
-        let mut patch = Vec::new();
-        diff.print(git2::DiffFormat::Patch, |_, _, line| {
-            if matches!(line.origin(), '+' | '-' | ' ') {
-                patch.push(line.origin() as u8);
-            }
-            patch.extend_from_slice(line.content());
-            true
-        })?;
+        let patch = crate::workspace::patch_text(&diff)?;
         text.push_str(&format!(
             "branch: {name}\n\ndescription (git config branch.{name}.description):\n{}\n\ndiff (git diff main {name}):\n{}\n",
             description.trim_end(),
-            String::from_utf8_lossy(&patch)
+            patch
         ));
     }
     Ok(text)

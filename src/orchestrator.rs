@@ -154,6 +154,23 @@ pub struct RunSummary {
     pub error: Option<String>,
 }
 
+impl RunSummary {
+    /// A run that a configuration error stopped before any work.
+    pub fn usage_error(error: &ConfigError) -> Self {
+        RunSummary {
+            status: ExitStatus::Usage,
+            outcome: "usage_error".into(),
+            cycles: 0,
+            turns: 0,
+            usage: crate::llm::Usage::default(),
+            cost_usd: 0.0,
+            pull_requests: Vec::new(),
+            question: None,
+            error: Some(error.to_string()),
+        }
+    }
+}
+
 /// Runs upkeep as configured. Never panics on bad input; every path out emits `run_finished`
 /// (except a trace file that cannot be opened, which is reported before the run starts).
 pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
@@ -161,17 +178,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         Ok(events) => events,
         Err(error) => {
             eprintln!("upkeep: {error}");
-            return RunSummary {
-                status: ExitStatus::Usage,
-                outcome: "usage_error".into(),
-                cycles: 0,
-                turns: 0,
-                usage: crate::llm::Usage::default(),
-                cost_usd: 0.0,
-                pull_requests: Vec::new(),
-                question: None,
-                error: Some(error.to_string()),
-            };
+            return RunSummary::usage_error(&error);
         }
     };
     let mut runner = Runner {

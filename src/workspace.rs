@@ -436,15 +436,7 @@ impl Workspace {
         let base_tree = repo.find_commit(self.base_commit)?.tree()?;
         let head_tree = repo.head()?.peel_to_tree()?;
         let diff = repo.diff_tree_to_tree(Some(&base_tree), Some(&head_tree), None)?;
-        let mut patch = Vec::new();
-        diff.print(git2::DiffFormat::Patch, |_, _, line| {
-            if matches!(line.origin(), '+' | '-' | ' ') {
-                patch.push(line.origin() as u8);
-            }
-            patch.extend_from_slice(line.content());
-            true
-        })?;
-        Ok(String::from_utf8_lossy(&patch).into_owned())
+        Ok(patch_text(&diff)?)
     }
 
     /// Pushes `branch` to `origin`, forced (bot branches are rewritten when a pull request is
@@ -682,4 +674,18 @@ fn credential_callbacks<'a>(auth: &'a GitAuth, attempts: &'a Cell<u32>) -> Remot
         ))
     });
     callbacks
+}
+
+/// A diff as `git diff` prints it (file headers, hunk headers, and lines with their `+`, `-`
+/// or space), decoded lossily so binary content cannot break a report.
+pub fn patch_text(diff: &git2::Diff<'_>) -> Result<String, git2::Error> {
+    let mut patch = Vec::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            patch.push(line.origin() as u8);
+        }
+        patch.extend_from_slice(line.content());
+        true
+    })?;
+    Ok(String::from_utf8_lossy(&patch).into_owned())
 }

@@ -526,7 +526,7 @@ fn reply_from_object(mut object: Map<String, Value>) -> Result<ModelReply, Reply
         }
         Some(other) => {
             return Err(ReplyError::PlanNotString {
-                found: describe(&other),
+                found: crate::tools::args::type_name(&other).to_owned(),
             });
         }
     };
@@ -535,7 +535,7 @@ fn reply_from_object(mut object: Map<String, Value>) -> Result<ModelReply, Reply
         Some(Value::Array(calls)) => calls,
         Some(other) => {
             return Err(ReplyError::ToolCallsNotArray {
-                found: describe(&other),
+                found: crate::tools::args::type_name(&other).to_owned(),
             });
         }
     };
@@ -554,7 +554,7 @@ fn tool_call(index: usize, call: Value) -> Result<ToolCall, ReplyError> {
     let Value::Object(mut call) = call else {
         return Err(ReplyError::CallNotObject {
             index,
-            found: describe(&call),
+            found: crate::tools::args::type_name(&call).to_owned(),
         });
     };
     // OpenAI's native shape nests the call: {"type": "function", "function": {"name": ...,
@@ -577,7 +577,7 @@ fn tool_call(index: usize, call: Value) -> Result<ToolCall, ReplyError> {
                 index,
                 found: match other {
                     Value::String(_) => String::from("an empty string"),
-                    other => describe(&other),
+                    other => crate::tools::args::type_name(&other).to_owned(),
                 },
             });
         }
@@ -592,7 +592,7 @@ fn tool_call(index: usize, call: Value) -> Result<ToolCall, ReplyError> {
         Some(other) => {
             return Err(ReplyError::ArgumentsNotObject {
                 index,
-                found: describe(&other),
+                found: crate::tools::args::type_name(&other).to_owned(),
             });
         }
     };
@@ -614,7 +614,7 @@ fn stringified_arguments(index: usize, encoded: &str) -> Result<Map<String, Valu
         Ok(other) => {
             return Err(not_object(format!(
                 "a string holding {} instead of an object",
-                describe(&other)
+                crate::tools::args::type_name(&other).to_owned()
             )));
         }
         Err(_) => {}
@@ -631,24 +631,13 @@ fn stringified_arguments(index: usize, encoded: &str) -> Result<Map<String, Valu
         Ok(Value::Object(arguments)) => Ok(arguments),
         Ok(other) => Err(not_object(format!(
             "a string holding {} instead of an object",
-            describe(&other)
+            crate::tools::args::type_name(&other).to_owned()
         ))),
         Err(err) => Err(not_object(format!(
             "a string that is not valid JSON ({})",
             describe_json5_error(&err, trimmed, "the start of the string")
         ))),
     }
-}
-
-fn describe(value: &Value) -> String {
-    String::from(match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    })
 }
 
 #[cfg(test)]

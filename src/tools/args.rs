@@ -44,7 +44,8 @@ pub fn optional_number(args: &Map<String, Value>, name: &str) -> Result<Option<u
     }
 }
 
-fn type_name(value: &Value) -> &'static str {
+/// How an argument's JSON type is named in messages to the model.
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

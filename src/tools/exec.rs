@@ -45,15 +45,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// or authorises anyone.
 const BASE_ENVIRONMENT: [&str; 8] = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR"];
 
-/// Names that hold credentials by convention; refused even when an operator passes them.
-const SECRET_NAMES: [&str; 6] = [
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-];
+// Names that hold credentials by convention (upkeep's own credential variables) are refused
+// even when an operator passes them.
+use crate::secrets::SECRET_VARIABLES as SECRET_NAMES;
 /// Fragments that mark a name as a credential holder (`NPM_TOKEN`, `AWS_SECRET_ACCESS_KEY`...).
 const SECRET_FRAGMENTS: [&str; 7] = [
     "TOKEN",
