@@ -96,7 +96,7 @@ struct Envelope<'a> {
 pub enum Verbosity {
     /// Progress lines: plans, tool calls, results in one line each.
     Normal,
-    /// Nothing but errors and the final summary (tests, scripts).
+    /// Nothing but errors, questions and the final summary (tests, scripts).
     Quiet,
 }
 
@@ -154,7 +154,12 @@ impl EventSink {
                 }
             }
         }
-        if self.verbosity == Verbosity::Normal {
+        // Quiet still shows what a person must see: a question waiting for them, and the end.
+        let shown = match self.verbosity {
+            Verbosity::Normal => true,
+            Verbosity::Quiet => matches!(event, Event::Question { .. } | Event::RunFinished { .. }),
+        };
+        if shown {
             if let Some(text) = render_human(scope, &event) {
                 self.say(&text);
             }

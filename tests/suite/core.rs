@@ -591,3 +591,34 @@ fn help_text() {
     out.assert_code(0);
     insta::assert_snapshot!(out.stdout);
 }
+
+#[test]
+fn quiet_mode_still_shows_a_question_and_the_summary() {
+    let repo = TestRepo::new();
+    let script = Script::new(&[reply(
+        "ask",
+        &[("ask_question", json!({"question_text": "Which license?"}))],
+    )]);
+    let out = run_local(&repo, &script, &["--quiet"]);
+    out.assert_code(3);
+    assert!(out.stderr.contains("Which license?"), "{}", out.stderr);
+    assert!(out.stderr.contains("upkeep finished: question"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("── cycle 1"),
+        "progress lines are quiet: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn forge_none_keeps_the_change_in_the_clone_and_shows_the_diff() {
+    let repo = TestRepo::new();
+    let before = repo.refs();
+    let script = Script::new(&pr_replies("kept.txt", "only in the clone\n", "Keep it local"));
+    let out = run_local(&repo, &script, &["--task", "t", "--forge", "none"]);
+    out.assert_code(0);
+    assert_eq!(repo.refs(), before, "nothing pushed anywhere");
+    assert!(out.stderr.contains("+only in the clone"), "{}", out.stderr);
+    assert_eq!(out.events_of("pull_request")[0]["branch"], "upkeep/keep-it-local");
+    assert_eq!(out.leftover_temp_entries, 0);
+}
