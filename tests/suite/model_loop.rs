@@ -239,3 +239,58 @@ async fn ctrl_c_during_a_slow_model_reply_exits_130_and_removes_the_clone() {
 async fn sigterm_during_a_slow_model_reply_exits_130_and_removes_the_clone() {
     interrupt_during_slow_reply(nix::sys::signal::Signal::SIGTERM).await;
 }
+
+/// A reply cut off at the length limit is asked again, shorter; the run goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_truncated_reply_is_asked_again_shorter() {
+    let repo = TestRepo::new();
+    let server = MockServer::start().await;
+    let mut truncated =
+        chat_completion("{\"plan\": \"write a very long file\", \"tool_calls\": [{\"tool_name\": \"write_f");
+    truncated["choices"][0]["finish_reason"] = json!("length");
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(truncated))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(chat_completion(&finish("no_tasks"))))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    let out = openai_run(&repo, &server, &["--task", "t"]).run_async().await;
+    out.assert_code(0);
+    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    assert_eq!(requests.len(), 2);
+    let last = requests[1]["messages"]
+        .as_array()
+        .expect("messages")
+        .last()
+        .expect("a message")
+        .clone();
+    let retry: Value = serde_json::from_str(last["content"].as_str().expect("text")).expect("json");
+    assert!(retry["error"].as_str().expect("error").contains("shorter"), "{retry}");
+}
+
+/// A refusal ends the run with exit 1 and says it was a refusal.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_is_reported_as_such() {
+    let repo = TestRepo::new();
+    let server = MockServer::start().await;
+    let mut refusal = chat_completion("");
+    refusal["choices"][0]["message"]["content"] = Value::Null;
+    refusal["choices"][0]["message"]["refusal"] = json!("I can't help with that.");
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(refusal))
+        .mount(&server)
+        .await;
+    let out = openai_run(&repo, &server, &["--task", "t"]).run_async().await;
+    out.assert_code(1);
+    assert!(
+        out.stderr.contains("refused") && out.stderr.contains("I can't help with that."),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.leftover_temp_entries, 0);
+}
