@@ -123,6 +123,16 @@ impl EventSink {
         &self.run_id
     }
 
+    /// A spinner while waiting for the model, where people can see one (see [`crate::progress`]).
+    pub fn waiting(&self, turn: u32, usage: crate::llm::Usage, cost_usd: f64) -> Option<crate::progress::Waiting> {
+        crate::progress::spinner_allowed(self.verbosity == Verbosity::Quiet).then(|| {
+            crate::progress::Waiting::start(format!(
+                "turn {turn}: waiting for the model; {} tokens, ${cost_usd:.4} so far",
+                usage.total()
+            ))
+        })
+    }
+
     pub fn redactor(&self) -> &Redactor {
         &self.redactor
     }

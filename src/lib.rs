@@ -17,6 +17,7 @@ pub mod init;
 pub mod llm;
 pub mod logging;
 pub mod orchestrator;
+pub mod progress;
 pub mod secrets;
 pub mod signals;
 pub mod text;

@@ -97,6 +97,7 @@ impl Agent<'_> {
                 reply_schema,
             };
             let deadline = budget.deadline();
+            let spinner = self.events.waiting(turn, budget.usage, budget.cost_usd);
             let completion = tokio::select! {
                 () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
                 () = sleep_until(deadline) => {
@@ -104,6 +105,7 @@ impl Agent<'_> {
                 }
                 result = self.provider.complete(request) => result?,
             };
+            drop(spinner);
             let cost = budget.record(completion.usage);
             self.events.emit(
                 self.scope(turn),
