@@ -119,10 +119,6 @@ impl EventSink {
         }
     }
 
-    pub fn run_id(&self) -> &str {
-        &self.run_id
-    }
-
     /// A spinner while waiting for the model, where people can see one (see [`crate::progress`]).
     pub fn waiting(&self, turn: u32, usage: crate::llm::Usage, cost_usd: f64) -> Option<crate::progress::Waiting> {
         crate::progress::spinner_allowed(self.verbosity == Verbosity::Quiet).then(|| {

@@ -71,10 +71,6 @@ impl Redactor {
         }
         out
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
 }
 
 #[cfg(test)]

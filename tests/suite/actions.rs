@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::support::{RunOutput, TestRepo, Upkeep, finish, reply};
+use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay};
 
 /// GitHub's parser for `$GITHUB_OUTPUT` (actions/runner `FileCommandManager.cs`), rewritten:
 /// lines are split on `\n`; empty lines are skipped; a line whose first `=` comes before any
@@ -127,42 +127,6 @@ impl Runner {
     }
 }
 
-/// A replay script whose replies carry token usage, as a trace records it.
-struct UsageScript {
-    dir: tempfile::TempDir,
-}
-
-impl UsageScript {
-    fn new(replies: &[String]) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let lines: Vec<String> = replies
-            .iter()
-            .map(|content| {
-                json!({"type": "model_response", "content": content,
-                       "usage": {"input_tokens": 1200, "output_tokens": 345}})
-                .to_string()
-            })
-            .collect();
-        std::fs::write(dir.path().join("script.jsonl"), lines.join("\n") + "\n").expect("write script");
-        Self { dir }
-    }
-
-    fn path(&self) -> PathBuf {
-        self.dir.path().join("script.jsonl")
-    }
-}
-
-fn run_on(upkeep: Upkeep, repo: &TestRepo, script: &UsageScript, extra: &[&str]) -> RunOutput {
-    upkeep
-        .args(["run", "--repo"])
-        .args([repo.path()])
-        .args(["--replay"])
-        .args([script.path()])
-        .args(["--json"])
-        .args(extra)
-        .run()
-}
-
 fn propose(title: &str) -> Vec<String> {
     vec![reply(
         "write and propose",
@@ -197,8 +161,8 @@ fn paused_span(stderr: &str) -> (usize, usize) {
 fn a_pull_request_run_writes_every_output_and_a_readable_summary() {
     let repo = TestRepo::new();
     let runner = Runner::new();
-    let script = UsageScript::new(&propose("Add a usage section"));
-    let out = run_on(runner.upkeep(), &repo, &script, &["--task", "add usage docs"]);
+    let script = Script::with_usage(&propose("Add a usage section"), 1200, 345);
+    let out = run_replay(runner.upkeep(), &repo, &script, &["--task", "add usage docs"]);
     out.assert_code(0);
     // --json keeps stdout pure JSON Lines even in Actions: workflow commands go to stderr.
     assert!(!out.events_of("run_finished").is_empty());
@@ -245,8 +209,12 @@ fn a_multi_line_question_survives_the_output_file_intact() {
     // Everything that could confuse a naive writer: `=` and `<<` on a line, a line that looks
     // like a delimiter, an empty line, a percent sign.
     let question = "Which license should the project use?\nname=value << EOF\nEOF\nghadelimiter_0000\n\n100% sure: MIT or Apache-2.0?";
-    let script = UsageScript::new(&[reply("ask", &[("ask_question", json!({"question_text": question}))])]);
-    let out = run_on(runner.upkeep(), &repo, &script, &["--task", "pick a license"]);
+    let script = Script::with_usage(
+        &[reply("ask", &[("ask_question", json!({"question_text": question}))])],
+        1200,
+        345,
+    );
+    let out = run_replay(runner.upkeep(), &repo, &script, &["--task", "pick a license"]);
     out.assert_code(3);
 
     let outputs = runner.outputs();
@@ -282,18 +250,22 @@ fn a_multi_line_question_survives_the_output_file_intact() {
 fn a_pull_request_opened_before_a_question_is_still_reported() {
     let repo = TestRepo::new();
     let runner = Runner::new();
-    let script = UsageScript::new(&[reply(
-        "propose, then ask",
-        &[
-            ("write_file", json!({"path": "docs/USAGE.md", "content": "Run it.\n"})),
-            (
-                "create_pull_request",
-                json!({"title": "Add usage", "body": "Adds usage."}),
-            ),
-            ("ask_question", json!({"question_text": "Document the CLI flags too?"})),
-        ],
-    )]);
-    let out = run_on(runner.upkeep(), &repo, &script, &["--task", "add usage docs"]);
+    let script = Script::with_usage(
+        &[reply(
+            "propose, then ask",
+            &[
+                ("write_file", json!({"path": "docs/USAGE.md", "content": "Run it.\n"})),
+                (
+                    "create_pull_request",
+                    json!({"title": "Add usage", "body": "Adds usage."}),
+                ),
+                ("ask_question", json!({"question_text": "Document the CLI flags too?"})),
+            ],
+        )],
+        1200,
+        345,
+    );
+    let out = run_replay(runner.upkeep(), &repo, &script, &["--task", "add usage docs"]);
     out.assert_code(3);
     let outputs = runner.outputs();
     assert_eq!(outputs["outcome"], "question");
@@ -322,10 +294,10 @@ fn a_labelled_issue_event_makes_the_run_work_exactly_that_issue() {
         "repository": {"full_name": "octo/sample", "name": "sample", "owner": {"login": "octo"}},
         "sender": {"login": "alice"},
     });
-    let script = UsageScript::new(&propose("Add a usage section"));
+    let script = Script::with_usage(&propose("Add a usage section"), 1200, 345);
     let upkeep = runner.with_event(runner.upkeep(), "issues", &event);
     // No --task: the issue is the task.
-    let out = run_on(upkeep, &repo, &script, &[]);
+    let out = run_replay(upkeep, &repo, &script, &[]);
     out.assert_code(0);
 
     assert_eq!(repo.bot_branches(), vec!["upkeep/42-add-a-usage-section"]);
@@ -346,9 +318,9 @@ fn an_event_for_another_label_does_not_select_the_issue() {
         "issue": {"number": 42, "title": "Crash", "body": null, "state": "open", "labels": [{"name": "bug"}]},
         "repository": {"full_name": "octo/sample"},
     });
-    let script = UsageScript::new(&propose("Add a usage section"));
+    let script = Script::with_usage(&propose("Add a usage section"), 1200, 345);
     let upkeep = runner.with_event(runner.upkeep(), "issues", &event);
-    let out = run_on(upkeep, &repo, &script, &["--task", "add usage docs"]);
+    let out = run_replay(upkeep, &repo, &script, &["--task", "add usage docs"]);
     out.assert_code(0);
     assert_eq!(repo.bot_branches(), vec!["upkeep/add-a-usage-section"]);
     assert!(out.stderr.contains("not the task label `upkeep`"), "{}", out.stderr);
@@ -359,11 +331,15 @@ fn a_failing_run_writes_an_error_annotation_after_commands_resume() {
     let repo = TestRepo::new();
     let runner = Runner::new();
     // The model's plan tries to smuggle a workflow command into the log.
-    let script = UsageScript::new(&[reply(
-        "::error::forged by the model",
-        &[("read_file", json!({"path": "README.md"}))],
-    )]);
-    let out = run_on(runner.upkeep(), &repo, &script, &["--task", "t"]);
+    let script = Script::with_usage(
+        &[reply(
+            "::error::forged by the model",
+            &[("read_file", json!({"path": "README.md"}))],
+        )],
+        1200,
+        345,
+    );
+    let out = run_replay(runner.upkeep(), &repo, &script, &["--task", "t"]);
     out.assert_code(1);
 
     let (_, resumed) = paused_span(&out.stderr);
@@ -418,14 +394,18 @@ fn secrets_never_reach_the_outputs_the_summary_or_annotations() {
     let repo = TestRepo::new();
     let runner = Runner::new();
     let secret = format!("sk-{}", uuid::Uuid::new_v4().simple());
-    let script = UsageScript::new(&[reply(
-        "ask",
-        &[(
-            "ask_question",
-            json!({"question_text": format!("Is {secret} the key?\nReally?")}),
+    let script = Script::with_usage(
+        &[reply(
+            "ask",
+            &[(
+                "ask_question",
+                json!({"question_text": format!("Is {secret} the key?\nReally?")}),
+            )],
         )],
-    )]);
-    let out = run_on(
+        1200,
+        345,
+    );
+    let out = run_replay(
         runner.upkeep().env("OPENAI_API_KEY", &secret),
         &repo,
         &script,
@@ -444,8 +424,8 @@ fn secrets_never_reach_the_outputs_the_summary_or_annotations() {
 fn outside_actions_nothing_is_written() {
     let repo = TestRepo::new();
     let runner = Runner::new();
-    let script = UsageScript::new(&[finish("no_tasks")]);
-    let out = run_on(
+    let script = Script::with_usage(&[finish("no_tasks")], 1200, 345);
+    let out = run_replay(
         Upkeep::new()
             .env("GITHUB_OUTPUT", runner.output_path())
             .env("GITHUB_STEP_SUMMARY", runner.summary_path()),
@@ -499,8 +479,8 @@ fn init_writes_the_config_and_the_workflow() {
 
     // The files work: upkeep reads the written .upkeep.toml without complaint.
     repo.commit("upkeep init");
-    let script = UsageScript::new(&[finish("no_tasks")]);
-    run_on(Upkeep::new(), &repo, &script, &[]).assert_code(0);
+    let script = Script::with_usage(&[finish("no_tasks")], 1200, 345);
+    run_replay(Upkeep::new(), &repo, &script, &[]).assert_code(0);
 }
 
 #[test]

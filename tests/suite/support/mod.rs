@@ -108,11 +108,20 @@ pub struct Script {
 
 impl Script {
     pub fn new(replies: &[String]) -> Self {
+        Self::from_lines(replies.iter().map(|content| json!({"content": content})))
+    }
+
+    /// Replies that carry token usage, as a trace records them.
+    pub fn with_usage(replies: &[String], input_tokens: u64, output_tokens: u64) -> Self {
+        Self::from_lines(replies.iter().map(|content| {
+            json!({"type": "model_response", "content": content,
+                   "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens}})
+        }))
+    }
+
+    fn from_lines(lines: impl Iterator<Item = Value>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
-        let lines: Vec<String> = replies
-            .iter()
-            .map(|content| json!({"content": content}).to_string())
-            .collect();
+        let lines: Vec<String> = lines.map(|line| line.to_string()).collect();
         std::fs::write(dir.path().join("script.jsonl"), lines.join("\n") + "\n").expect("write script");
         Self { dir }
     }
@@ -251,7 +260,12 @@ impl RunOutput {
 
 /// `upkeep run` on a local repository with a replay script, JSON events on stdout.
 pub fn run_local(repo: &TestRepo, script: &Script, extra: &[&str]) -> RunOutput {
-    Upkeep::new()
+    run_replay(Upkeep::new(), repo, script, extra)
+}
+
+/// The same with an `Upkeep` prepared by the caller (extra environment).
+pub fn run_replay(upkeep: Upkeep, repo: &TestRepo, script: &Script, extra: &[&str]) -> RunOutput {
+    upkeep
         .args(["run", "--repo"])
         .args([repo.path()])
         .args(["--replay"])
