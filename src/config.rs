@@ -450,14 +450,9 @@ impl Config {
             }
         }
 
+        // The trace file is opened once, by the run's event sink, which reports a file it cannot
+        // open as a usage error before any work.
         let trace = args.trace.clone();
-        if let Some(path) = &trace {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|error| ConfigError::key("--trace", format!("{}: {error}", path.display())))?;
-        }
 
         let defaults = Identity::default();
         Ok(Config {

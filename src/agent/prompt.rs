@@ -198,26 +198,25 @@ impl FileTree {
         let mut shown = Vec::new();
         let mut used = 0;
         let mut total = 0;
-        let walker = ignore::WalkBuilder::new(root)
-            .hidden(false)
-            .require_git(false)
-            .sort_by_file_name(|a, b| a.cmp(b))
-            .filter_entry(|entry| entry.file_name() != ".git")
-            .build();
         // Space kept free for the closing notice, so the rendered tree never exceeds the budget.
         let reserve = 120;
-        for entry in walker.flatten() {
-            if !entry.file_type().is_some_and(|t| t.is_file() || t.is_symlink()) {
+        let mut full = false;
+        for entry in crate::tools::list_files::repository_files(root) {
+            total += 1;
+            // Once a path does not fit, the rest are only counted: the tree shown is a prefix.
+            if full {
                 continue;
             }
-            total += 1;
             let Ok(relative) = entry.path().strip_prefix(root) else {
+                full = true;
                 continue;
             };
             let line = relative.display().to_string();
-            if shown.len() == total - 1 && used + line.len() + 1 + reserve <= budget {
+            if used + line.len() + 1 + reserve <= budget {
                 used += line.len() + 1;
                 shown.push(line);
+            } else {
+                full = true;
             }
         }
         Self { shown, total, budget }

@@ -13,20 +13,25 @@ const MAX_ENTRIES: usize = 2000;
 
 pub struct ListFiles;
 
-/// Files under `dir` (relative to `root`), honouring .gitignore, sorted, `.git/` excluded.
-pub fn walk(root: &std::path::Path, dir: &std::path::Path, limit: usize) -> (Vec<String>, bool) {
-    let mut files = Vec::new();
-    let mut truncated = false;
-    let walker = ignore::WalkBuilder::new(dir)
+/// The files (and symlinks) under `dir` as git would see them: `.gitignore` honoured, hidden
+/// files included, `.git/` left out, sorted by name. Every listing of the repository (tools and
+/// the prompt's file tree) walks it the same way through here.
+pub fn repository_files(dir: &std::path::Path) -> impl Iterator<Item = ignore::DirEntry> {
+    ignore::WalkBuilder::new(dir)
         .hidden(false)
         .require_git(false)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| entry.file_name() != ".git")
-        .build();
-    for entry in walker.flatten() {
-        if !entry.file_type().is_some_and(|t| t.is_file() || t.is_symlink()) {
-            continue;
-        }
+        .build()
+        .flatten()
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file() || t.is_symlink()))
+}
+
+/// Files under `dir` (relative to `root`), at most `limit`; the flag says whether more were left out.
+pub fn walk(root: &std::path::Path, dir: &std::path::Path, limit: usize) -> (Vec<String>, bool) {
+    let mut files = Vec::new();
+    let mut truncated = false;
+    for entry in repository_files(dir) {
         if files.len() >= limit {
             truncated = true;
             break;

@@ -622,3 +622,16 @@ fn forge_none_keeps_the_change_in_the_clone_and_shows_the_diff() {
     assert_eq!(out.events_of("pull_request")[0]["branch"], "upkeep/keep-it-local");
     assert_eq!(out.leftover_temp_entries, 0);
 }
+
+#[test]
+fn a_trace_file_that_cannot_be_opened_is_a_usage_error() {
+    let repo = TestRepo::new();
+    let out = run_local(
+        &repo,
+        &Script::new(&[finish("no_tasks")]),
+        &["--trace", "/nonexistent-dir/trace.jsonl"],
+    );
+    out.assert_code(2);
+    assert!(out.stderr.contains("--trace"), "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "no run started: {}", out.stdout);
+}
