@@ -13,6 +13,7 @@ pub mod demo;
 pub mod events;
 pub mod exit;
 pub mod forge;
+pub mod git_http;
 pub mod init;
 pub mod llm;
 pub mod logging;

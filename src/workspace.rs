@@ -5,8 +5,8 @@
 //! clone, `tmp/` is a private scratch directory for commands the model runs.
 //!
 //! Guarantees: the base branch is never committed to or pushed; only branches under `upkeep/`
-//! are force-pushed; a token reaches git only through the credential callback, never a URL or
-//! the clone's `.git/config`; a push the server refuses is an error, not success.
+//! are force-pushed; a token reaches the server only as an HTTP header (see [`crate::git_http`]),
+//! never a URL or the clone's `.git/config`; a push the server refuses is an error, not success.
 //!
 //! Continuous mode reuses one workspace: [`Workspace::refresh_blocking`] brings it back to
 //! exactly what the remote's base branch has now (fetched at the clone's depth, working tree
@@ -18,7 +18,7 @@ use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
 use git2::{Cred, CredentialType, FetchOptions, PushOptions, RemoteCallbacks, Repository};
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
 /// Prefix of every branch upkeep creates, and the only branches it force-pushes.
@@ -68,8 +68,8 @@ impl Default for Identity {
     }
 }
 
-/// Credentials for fetch and push. HTTPS uses the token through the credential callback
-/// (username `x-access-token`, as GitHub expects); SSH uses the running ssh-agent.
+/// Credentials for fetch and push. HTTP(S) remotes get the token as Basic credentials (username
+/// `x-access-token`, as GitHub expects; see [`crate::git_http`]); SSH uses the running ssh-agent.
 #[derive(Clone, Default)]
 pub struct GitAuth {
     pub token: Option<SecretString>,
@@ -133,6 +133,7 @@ impl Workspace {
         // repeats; on a 100k-file clone that is about 8 MB of peak memory. Process-wide and
         // idempotent, so set here, before the first clone.
         git2::opts::enable_caching(false);
+        crate::git_http::install()?;
         let dir = tempfile::Builder::new()
             .prefix("upkeep-")
             .tempdir()
@@ -142,7 +143,7 @@ impl Workspace {
         std::fs::create_dir(&scratch)?;
 
         let attempts = Cell::new(0u32);
-        let mut callbacks = credential_callbacks(&request.auth, &attempts);
+        let mut callbacks = credential_callbacks(&attempts);
         callbacks.transfer_progress(|_| !cancel.is_cancelled());
         let mut fetch = FetchOptions::new();
         fetch.remote_callbacks(callbacks);
@@ -156,10 +157,11 @@ impl Workspace {
         if let Some(base) = &request.base {
             builder.branch(base);
         }
-        let repo = builder.clone(&request.url, &root).map_err(|error| {
+        let cloned = crate::git_http::with_token(request.auth.token.as_ref(), || builder.clone(&request.url, &root));
+        let repo = cloned.map_err(|error| {
             if cancel.is_cancelled() {
                 WorkspaceError::Interrupted
-            } else if attempts.get() > 1 || error.class() == git2::ErrorClass::Http && error.message().contains("401") {
+            } else if attempts.get() > 1 || error.code() == git2::ErrorCode::Auth {
                 WorkspaceError::AuthRejected {
                     url: request.url.clone(),
                     hint: auth_hint(&request.auth),
@@ -221,7 +223,8 @@ impl Workspace {
     /// On error the clone is in an unknown state: drop it and clone afresh.
     pub fn refresh_blocking(&mut self, auth: &GitAuth, cancel: &CancellationToken) -> Result<(), WorkspaceError> {
         let repo = self.open()?;
-        let tip = self.fetch_base(&repo, auth, cancel)?;
+        crate::git_http::install()?;
+        let tip = crate::git_http::with_token(auth.token.as_ref(), || self.fetch_base(&repo, auth, cancel))?;
         if cancel.is_cancelled() {
             return Err(WorkspaceError::Interrupted);
         }
@@ -280,7 +283,7 @@ impl Workspace {
         let failed = |error: git2::Error| {
             if cancel.is_cancelled() {
                 WorkspaceError::Interrupted
-            } else if attempts.get() > 1 || error.class() == git2::ErrorClass::Http && error.message().contains("401") {
+            } else if attempts.get() > 1 || error.code() == git2::ErrorCode::Auth {
                 WorkspaceError::AuthRejected {
                     url: self.url.clone(),
                     hint: auth_hint(auth),
@@ -296,11 +299,7 @@ impl Workspace {
         let tracking = format!("refs/remotes/origin/{}", self.base);
         let mut remote = repo.find_remote("origin")?;
         let mut connection = remote
-            .connect_auth(
-                git2::Direction::Fetch,
-                Some(credential_callbacks(auth, &attempts)),
-                None,
-            )
+            .connect_auth(git2::Direction::Fetch, Some(credential_callbacks(&attempts)), None)
             .map_err(failed)?;
         let tip = connection
             .list()?
@@ -317,7 +316,7 @@ impl Workspace {
             return Ok(tip);
         }
         let remote = connection.remote();
-        let mut callbacks = credential_callbacks(auth, &attempts);
+        let mut callbacks = credential_callbacks(&attempts);
         callbacks.transfer_progress(|_| !cancel.is_cancelled());
         let mut fetch = FetchOptions::new();
         fetch.remote_callbacks(callbacks);
@@ -449,7 +448,7 @@ impl Workspace {
         let mut remote = repo.find_remote("origin")?;
         let attempts = Cell::new(0u32);
         let rejection = std::cell::RefCell::new(None::<String>);
-        let mut callbacks = credential_callbacks(auth, &attempts);
+        let mut callbacks = credential_callbacks(&attempts);
         callbacks.push_update_reference(|_refname, status| {
             if let Some(message) = status {
                 *rejection.borrow_mut() = Some(message.to_owned());
@@ -459,10 +458,13 @@ impl Workspace {
         let mut options = PushOptions::new();
         options.remote_callbacks(callbacks);
         let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
-        let result = remote.push(&[refspec.as_str()], Some(&mut options));
+        crate::git_http::install()?;
+        let result = crate::git_http::with_token(auth.token.as_ref(), || {
+            remote.push(&[refspec.as_str()], Some(&mut options))
+        });
         drop(options);
         if let Err(error) = result {
-            if attempts.get() > 1 {
+            if attempts.get() > 1 || error.code() == git2::ErrorCode::Auth {
                 return Err(WorkspaceError::AuthRejected {
                     url: self.url.clone(),
                     hint: auth_hint(auth),
@@ -648,20 +650,16 @@ fn auth_hint(auth: &GitAuth) -> String {
     }
 }
 
-/// Credential callbacks that offer the token once. libgit2 calls the callback again after
-/// every refusal, forever; answering a second call with an error makes a wrong token fail
-/// fast, and `attempts > 1` tells the caller the failure was an auth rejection.
-fn credential_callbacks<'a>(auth: &'a GitAuth, attempts: &'a Cell<u32>) -> RemoteCallbacks<'a> {
+/// Credential callbacks for SSH remotes, which offer the ssh-agent's key once. (HTTP(S)
+/// remotes get the token from [`crate::git_http`], which never asks.) libgit2 calls the callback
+/// again after every refusal, forever; answering a second call with an error makes a refused
+/// key fail fast, and `attempts > 1` tells the caller the failure was an auth rejection.
+fn credential_callbacks(attempts: &Cell<u32>) -> RemoteCallbacks<'_> {
     let mut callbacks = RemoteCallbacks::new();
     callbacks.credentials(move |_url, username, allowed| {
         attempts.set(attempts.get() + 1);
         if attempts.get() > 1 {
             return Err(git2::Error::from_str("credentials rejected"));
-        }
-        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
-            if let Some(token) = &auth.token {
-                return Cred::userpass_plaintext("x-access-token", token.expose_secret());
-            }
         }
         if allowed.contains(CredentialType::SSH_KEY) {
             return Cred::ssh_key_from_agent(username.unwrap_or("git"));

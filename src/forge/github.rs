@@ -2,7 +2,7 @@
 //! requests, task issues and questions go through the REST API (octocrab).
 //!
 //! Why it is built this way:
-//! - The token reaches git only through the workspace's credential callback and the API only
+//! - The token reaches git only as the git transport's `Authorization` header and the API only
 //!   through octocrab's `Authorization` header; it is never part of a URL, a log line or an
 //!   error message, and a token that cannot be sent as a header is refused up front instead of
 //!   making the client panic.

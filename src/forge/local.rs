@@ -144,6 +144,8 @@ fn transfer_branch(source: &Repository, workspace: &Workspace, branch: &str) -> 
         .root()
         .to_str()
         .ok_or_else(|| git2::Error::from_str("clone path is not UTF-8"))?;
+    // Not HTTP, but registering upkeep's HTTP transport must not race a transport's creation.
+    crate::git_http::install()?;
     let mut remote = source.remote_anonymous(url)?;
     remote.fetch(&[format!("+{refname}:{refname}")], None, None)
 }

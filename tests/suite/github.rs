@@ -4,6 +4,7 @@
 //! token's path (credential callback only, never on disk or in output), issue tasks, opening
 //! versus updating pull requests, questions and their answers, and the API's error answers.
 
+use base64::Engine as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -281,11 +282,19 @@ async fn the_token_never_reaches_the_clone_config_events_trace_or_stderr() {
         ),
         write_and_propose("NOTES.md", "notes\n", "Add notes", None),
     ]);
-    let out = hub.run(
-        &script,
-        &["--task", "add notes", "--allow-dangerous-tools", "--trace", &trace_arg],
-    );
+    // Every log line on too: the HTTP and TLS libraries' own debug output included.
+    let out = hub
+        .upkeep(&["--task", "add notes", "--allow-dangerous-tools", "--trace", &trace_arg])
+        .env("UPKEEP_LOG", "trace")
+        .args(["--replay"])
+        .args([script.path()])
+        .run();
     out.assert_code(0);
+    assert!(
+        out.stderr.contains("git-upload-pack"),
+        "git requests were logged: {}",
+        out.stderr
+    );
 
     let config = result_of(&out, "run_shell_command");
     let config = config["output"].as_str().unwrap_or("");
@@ -296,8 +305,11 @@ async fn the_token_never_reaches_the_clone_config_events_trace_or_stderr() {
 
     let trace_text = std::fs::read_to_string(&trace).expect("trace written");
     assert!(!trace_text.is_empty());
+    // As git sends it: HTTP Basic credentials, base64.
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{}", hub.token));
     for (place, text) in [("stdout", &out.stdout), ("trace", &trace_text), ("stderr", &out.stderr)] {
         assert!(!text.contains(&hub.token), "token leaked into {place}");
+        assert!(!text.contains(&basic), "token leaked into {place} as Basic credentials");
     }
     // The API saw the token, as a header.
     let posts = hub.requests("POST", PULLS).await;

@@ -3,6 +3,7 @@ mod budgets;
 mod commands;
 mod core;
 mod git_http_server;
+mod git_transport;
 mod github;
 mod model_loop;
 mod providers;
