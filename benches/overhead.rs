@@ -17,6 +17,9 @@
 //! - peak memory of that whole run (clone, prompt, turns), next to `git clone --depth 1`'s, and
 //!   `upkeep --version` start-up.
 //!
+//! `UPKEEP_BENCH_SERVE=1` measures nothing: it serves the chosen sizes and prints their URLs
+//! until interrupted, for profiling a run by hand.
+//!
 //! Then one PASS/MISS line per goal. The repositories are generated with `git fast-import` and
 //! cached under `target/bench-repos/` (by size and generator version), so only the first run
 //! pays for building them; every run serves a copy, so the pushes the refresh needs never
@@ -108,6 +111,9 @@ fn main() {
     println!("clones and work trees in: {} (UPKEEP_BENCH_TMPDIR)", temp.display());
     println!();
 
+    if std::env::var_os("UPKEEP_BENCH_SERVE").is_some() {
+        serve(&sizes);
+    }
     let mut results = Vec::new();
     for size in sizes {
         let started = Instant::now();
@@ -379,16 +385,36 @@ impl SizeResult {
     }
 }
 
-fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> SizeResult {
-    // A copy to serve (a local clone: a file copy), so the refresh's pushes leave the cache alone.
-    let served = tempfile::tempdir().expect("tempdir for the served copy");
-    let bare = served.path().join("bench").join(format!("{}.git", size.name));
-    git(
-        served.path(),
-        &["clone", "-q", "--bare", path_str(cached), path_str(&bare)],
-    );
-    let server = git_http::GitHttpServer::start(served.path(), None);
+/// `UPKEEP_BENCH_SERVE=1`: serves the repositories and measures nothing, until interrupted, so
+/// that a run can be profiled by hand (`heaptrack upkeep run --repo <url> ...`).
+fn serve(sizes: &[&Size]) -> ! {
+    let served = tempfile::tempdir().expect("tempdir for the served copies");
+    let mut servers = Vec::new();
+    for size in sizes {
+        let (server, _, url) = serve_copy(size, &bench_repo(size), served.path());
+        println!("{}: {url}", size.name);
+        servers.push(server);
+    }
+    println!("serving until interrupted");
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Serves a copy of `cached` (a local clone: a file copy) from under `root`, so that the
+/// refresh's pushes leave the cache alone. Returns the server, the served bare repository and
+/// its URL.
+fn serve_copy(size: &Size, cached: &Path, root: &Path) -> (git_http::GitHttpServer, PathBuf, String) {
+    let bare = root.join("bench").join(format!("{}.git", size.name));
+    git(root, &["clone", "-q", "--bare", path_str(cached), path_str(&bare)]);
+    let server = git_http::GitHttpServer::start(root, None);
     let url = format!("{}/bench/{}.git", server.url(), size.name);
+    (server, bare, url)
+}
+
+fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> SizeResult {
+    let served = tempfile::tempdir().expect("tempdir for the served copy");
+    let (server, bare, url) = serve_copy(size, cached, served.path());
     let scratch = tempfile::tempdir().expect("tempdir for git clones");
 
     eprintln!("[{}] first clone x{runs}", size.name);
