@@ -12,23 +12,14 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::support::git_http::GitHttpServer;
-use super::support::{TestRepo, git};
+use super::support::{TestRepo, bare_copy, git};
 
 /// A bare copy of a small repository at `<served>/o/r.git`, for a server rooted at `served`.
 fn served_repository() -> (tempfile::TempDir, PathBuf, TestRepo) {
     let served = tempfile::tempdir().expect("tempdir");
     let origin = TestRepo::new();
     let bare = served.path().join("o/r.git");
-    git(
-        served.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            origin.path().to_str().expect("utf-8"),
-            bare.to_str().expect("utf-8"),
-        ],
-    );
+    bare_copy(&origin, &bare);
     (served, bare, origin)
 }
 

@@ -12,7 +12,7 @@ use upkeep::workspace::{CloneRequest, GitAuth, Identity, Workspace, WorkspaceErr
 use serde_json::json;
 
 use super::support::git_http::GitHttpServer;
-use super::support::{Script, TestRepo, git, reply, run_local};
+use super::support::{Script, TestRepo, bare_copy, git, reply, run_local};
 
 fn clone_local(origin: &TestRepo) -> Workspace {
     let request = CloneRequest {
@@ -206,16 +206,7 @@ fn refresh_over_http_stays_shallow_and_matches_the_pushed_tip() {
     let served = tempfile::tempdir().expect("tempdir");
     let origin = origin_repo();
     let bare = served.path().join("o/r.git");
-    git(
-        served.path(),
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            origin.path().to_str().expect("utf-8"),
-            bare.to_str().expect("utf-8"),
-        ],
-    );
+    bare_copy(&origin, &bare);
     let server = GitHttpServer::start(served.path(), None);
     let request = CloneRequest {
         url: format!("{}/o/r.git", server.url()),

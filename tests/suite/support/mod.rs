@@ -32,6 +32,13 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).trim_end().to_owned()
 }
 
+/// A bare copy of `origin` at `bare`, for a git server to serve.
+pub fn bare_copy(origin: &TestRepo, bare: &Path) {
+    let origin = origin.path().to_str().expect("utf-8 path");
+    let bare = bare.to_str().expect("utf-8 path");
+    git(Path::new("/"), &["clone", "-q", "--bare", origin, bare]);
+}
+
 /// A real repository on disk with a `main` branch.
 pub struct TestRepo {
     dir: tempfile::TempDir,
