@@ -134,6 +134,7 @@ impl Workspace {
         // idempotent, so set here, before the first clone.
         git2::opts::enable_caching(false);
         crate::git_http::install()?;
+        let started = std::time::Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("upkeep-")
             .tempdir()
@@ -193,7 +194,9 @@ impl Workspace {
         // Closed before the checkout: its pack stays mapped while it is open (see
         // `checkout_fresh`).
         drop(repo);
+        let fetched = started.elapsed();
         checkout_fresh(&root, tree, cancel)?;
+        tracing::debug!(?fetched, checked_out = ?started.elapsed() - fetched, "cloned {}", request.url);
         Ok(Self {
             _dir: dir,
             root: root.canonicalize()?,
