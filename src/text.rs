@@ -32,6 +32,22 @@ pub fn marked((prefix, cut): (&str, bool), marker: &str) -> String {
     }
 }
 
+/// An error and its sources on one line, `a: b: c`; a cause whose text is already in the line
+/// (libraries often repeat their source in their own message) is not repeated.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,7 @@ use super::{
     body_with_issue,
 };
 use crate::config::GitHubSettings;
+use crate::text::error_chain;
 use crate::workspace::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
@@ -104,9 +105,9 @@ impl GitHubForge {
             }
             builder = builder.personal_token(token.clone());
         }
-        let client = builder
-            .build()
-            .map_err(|error| ForgeError::Other(format!("cannot set up the GitHub API client: {}", chain(&error))))?;
+        let client = builder.build().map_err(|error| {
+            ForgeError::Other(format!("cannot set up the GitHub API client: {}", error_chain(&error)))
+        })?;
         Ok(Self {
             client,
             owner: owner.to_owned(),
@@ -145,7 +146,7 @@ impl GitHubForge {
             ForgeError::Other(format!(
                 "{operation}: could not reach the GitHub API at {}: {}",
                 self.api_url,
-                chain(&error)
+                error_chain(&error)
             ))
         })?;
         let status = response.status().as_u16();
@@ -165,7 +166,7 @@ impl GitHubForge {
         let text = self.client.body_to_string(response).await.map_err(|error| {
             ForgeError::Other(format!(
                 "{operation}: reading GitHub's answer failed: {}",
-                chain(&error)
+                error_chain(&error)
             ))
         })?;
         if !(200..300).contains(&status) {
@@ -638,20 +639,6 @@ const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMER
 /// Percent-encodes a path segment or query value.
 fn encode(component: &str) -> String {
     percent_encoding::utf8_percent_encode(component, COMPONENT).to_string()
-}
-
-/// An error and its sources on one line: octocrab's top-level messages are terse.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            let _ = write!(text, ": {cause_text}");
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -229,19 +229,11 @@ fn transport(provider: &'static str, error: reqwest::Error) -> ProviderError {
         })
     });
     let error = error.without_url();
+    let chain = crate::text::error_chain(&error);
     let mut message = match target {
-        Some(target) => format!("request to {target} failed: {error}"),
-        None => error.to_string(),
+        Some(target) => format!("request to {target} failed: {chain}"),
+        None => chain,
     };
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !message.contains(&cause_text) {
-            message.push_str(": ");
-            message.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
     if timed_out && !message.contains("timed out") {
         message.push_str(" (timed out)");
     }
