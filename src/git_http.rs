@@ -49,9 +49,9 @@ thread_local! {
 /// Installs this transport for `http://` and `https://` remotes, once per process.
 ///
 /// Every libgit2 operation that may create a transport (clone, fetch, push, local fetches
-/// included) calls this first: libgit2 requires registering a transport to be synchronized
-/// with the creation of every other transport, and this call blocks until the registration
-/// is complete.
+/// included) calls this first, directly or through [`with_token`]: libgit2 requires registering
+/// a transport to be synchronized with the creation of every other transport, and this call
+/// blocks until the registration is complete.
 pub fn install() -> Result<(), Error> {
     static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
     INSTALLED
@@ -63,7 +63,7 @@ pub fn install() -> Result<(), Error> {
             Ok(())
         })
         .clone()
-        .map_err(|message| Error::new(ErrorCode::GenericError, ErrorClass::Net, message))
+        .map_err(net_error)
 }
 
 #[expect(unsafe_code, reason = "git2 offers no safe way to register a transport")]
@@ -80,9 +80,12 @@ fn register(scheme: &str) -> Result<(), Error> {
     }
 }
 
-/// Runs `operation` (a libgit2 fetch, clone or push) with `token` offered to the remotes it
-/// contacts over HTTP(S). The token is forgotten again afterwards, even on a panic.
-pub fn with_token<T>(token: Option<&SecretString>, operation: impl FnOnce() -> T) -> T {
+/// Runs `operation` (a libgit2 fetch, clone or push) with this transport installed and `token`
+/// offered to the remotes it contacts over HTTP(S). The token is forgotten again afterwards,
+/// even on a panic. Errs only if the transport cannot be installed; the operation's own result
+/// is returned as it is.
+pub fn with_token<T>(token: Option<&SecretString>, operation: impl FnOnce() -> T) -> Result<T, Error> {
+    install()?;
     struct Restore(Option<SecretString>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -91,7 +94,7 @@ pub fn with_token<T>(token: Option<&SecretString>, operation: impl FnOnce() -> T
     }
     let previous = TOKEN.with(|slot| slot.replace(token.cloned()));
     let _restore = Restore(previous);
-    operation()
+    Ok(operation())
 }
 
 /// One process-wide client: its connection pool lets the requests of one operation share a
@@ -110,7 +113,7 @@ fn client() -> Result<Client, Error> {
                 .map_err(|error| format!("could not start the HTTP client: {error}"))
         })
         .clone()
-        .map_err(|message| Error::new(ErrorCode::GenericError, ErrorClass::Net, message))
+        .map_err(net_error)
 }
 
 struct HttpSubtransport {
@@ -303,17 +306,14 @@ fn check_status(response: &Response, has_token: bool) -> Result<(), Error> {
     Err(Error::new(code, ErrorClass::Http, format!("{status}: {explanation}")))
 }
 
+fn net_error(message: String) -> Error {
+    Error::new(ErrorCode::GenericError, ErrorClass::Net, message)
+}
+
 /// A transport failure: reqwest's cause chain (which never includes headers). The URL is left
 /// to the caller's message.
 fn transfer_error(error: reqwest::Error) -> Error {
-    let error = error.without_url();
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        message.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    Error::new(ErrorCode::GenericError, ErrorClass::Net, message)
+    net_error(crate::text::error_chain(&error.without_url()))
 }
 
 #[cfg(test)]
@@ -330,7 +330,8 @@ mod tests {
         let seen = with_token(Some(&token), || {
             let elsewhere = std::thread::spawn(current).join().ok().flatten();
             (current(), elsewhere)
-        });
+        })
+        .expect("transport installed");
         assert_eq!(seen, (Some("tok-scoped".to_owned()), None));
         assert_eq!(current(), None, "forgotten afterwards");
     }
@@ -343,7 +344,8 @@ mod tests {
             let panicked = std::panic::catch_unwind(|| with_token(Some(&inner), || panic!("inside")));
             assert!(panicked.is_err());
             assert_eq!(current(), Some("tok-outer".to_owned()));
-        });
+        })
+        .expect("transport installed");
         assert_eq!(current(), None);
     }
 }

@@ -133,7 +133,6 @@ impl Workspace {
         // repeats; on a 100k-file clone that is about 8 MB of peak memory. Process-wide and
         // idempotent, so set here, before the first clone.
         git2::opts::enable_caching(false);
-        crate::git_http::install()?;
         let started = std::time::Instant::now();
         let dir = tempfile::Builder::new()
             .prefix("upkeep-")
@@ -158,11 +157,11 @@ impl Workspace {
         if let Some(base) = &request.base {
             builder.branch(base);
         }
-        let cloned = crate::git_http::with_token(request.auth.token.as_ref(), || builder.clone(&request.url, &root));
+        let cloned = crate::git_http::with_token(request.auth.token.as_ref(), || builder.clone(&request.url, &root))?;
         let repo = cloned.map_err(|error| {
             if cancel.is_cancelled() {
                 WorkspaceError::Interrupted
-            } else if attempts.get() > 1 || error.code() == git2::ErrorCode::Auth {
+            } else if is_auth_rejection(&error, &attempts) {
                 WorkspaceError::AuthRejected {
                     url: request.url.clone(),
                     hint: auth_hint(&request.auth),
@@ -227,8 +226,7 @@ impl Workspace {
     /// On error the clone is in an unknown state: drop it and clone afresh.
     pub fn refresh_blocking(&mut self, auth: &GitAuth, cancel: &CancellationToken) -> Result<(), WorkspaceError> {
         let repo = self.open()?;
-        crate::git_http::install()?;
-        let tip = crate::git_http::with_token(auth.token.as_ref(), || self.fetch_base(&repo, auth, cancel))?;
+        let tip = crate::git_http::with_token(auth.token.as_ref(), || self.fetch_base(&repo, auth, cancel))??;
         if cancel.is_cancelled() {
             return Err(WorkspaceError::Interrupted);
         }
@@ -287,7 +285,7 @@ impl Workspace {
         let failed = |error: git2::Error| {
             if cancel.is_cancelled() {
                 WorkspaceError::Interrupted
-            } else if attempts.get() > 1 || error.code() == git2::ErrorCode::Auth {
+            } else if is_auth_rejection(&error, &attempts) {
                 WorkspaceError::AuthRejected {
                     url: self.url.clone(),
                     hint: auth_hint(auth),
@@ -462,13 +460,12 @@ impl Workspace {
         let mut options = PushOptions::new();
         options.remote_callbacks(callbacks);
         let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
-        crate::git_http::install()?;
         let result = crate::git_http::with_token(auth.token.as_ref(), || {
             remote.push(&[refspec.as_str()], Some(&mut options))
-        });
+        })?;
         drop(options);
         if let Err(error) = result {
-            if attempts.get() > 1 || error.code() == git2::ErrorCode::Auth {
+            if is_auth_rejection(&error, &attempts) {
                 return Err(WorkspaceError::AuthRejected {
                     url: self.url.clone(),
                     hint: auth_hint(auth),
@@ -504,17 +501,13 @@ const CHECKOUT_CHUNK: usize = 25_000;
 /// that doubles the time of the checkout. When no attribute and no `core.autocrlf` can apply,
 /// every filter is a no-op, so skipping them writes exactly the same bytes, as fast as git does.
 fn checkout_fresh(root: &Path, tree: git2::Oid, cancel: &CancellationToken) -> Result<(), WorkspaceError> {
-    let (survey, filters) = {
-        let repo = Repository::open(root)?;
-        let survey = TreeSurvey::of(&repo.find_tree(tree)?);
-        let filters = survey.has_attributes || survey.paths.is_none() || config_filters_may_apply(&repo)?;
-        (survey, filters)
-    };
-    let checkout = |paths: Option<&[&[u8]]>| -> Result<(), WorkspaceError> {
+    let repo = Repository::open(root)?;
+    let survey = TreeSurvey::of(&repo.find_tree(tree)?);
+    let filters = survey.has_attributes || survey.paths.is_none() || config_filters_may_apply(&repo)?;
+    let checkout = |repo: &Repository, paths: Option<&[&[u8]]>| -> Result<(), WorkspaceError> {
         if cancel.is_cancelled() {
             return Err(WorkspaceError::Interrupted);
         }
-        let repo = Repository::open(root)?;
         let tree = repo.find_tree(tree)?;
         let mut checkout = git2::build::CheckoutBuilder::new();
         checkout
@@ -537,13 +530,14 @@ fn checkout_fresh(root: &Path, tree: git2::Oid, cancel: &CancellationToken) -> R
     };
     match &survey.paths {
         Some(paths) if paths.len() > CHECKOUT_CHUNK => {
+            drop(repo);
             let all = paths.slices();
             for chunk in all.chunks(CHECKOUT_CHUNK) {
-                checkout(Some(chunk))?;
+                checkout(&Repository::open(root)?, Some(chunk))?;
             }
             Ok(())
         }
-        _ => checkout(None),
+        _ => checkout(&repo, None),
     }
 }
 
@@ -660,6 +654,12 @@ fn auth_hint(auth: &GitAuth) -> String {
     } else {
         "; set GITHUB_TOKEN (or GH_TOKEN) for private repositories and for pushing".into()
     }
+}
+
+/// Whether a failed fetch or push was the server refusing the credentials: the HTTP transport's
+/// 401/403, or a second call to [`credential_callbacks`] (SSH).
+fn is_auth_rejection(error: &git2::Error, attempts: &Cell<u32>) -> bool {
+    attempts.get() > 1 || error.code() == git2::ErrorCode::Auth
 }
 
 /// Credential callbacks for SSH remotes, which offer the ssh-agent's key once. (HTTP(S)
