@@ -544,10 +544,13 @@ async fn a_question_is_posted_on_the_issue_and_its_answer_reaches_the_next_promp
     let first: Value = serde_json::from_slice(&sent[0].body).expect("JSON request");
     let prompt = first["messages"].to_string();
     assert!(
-        prompt.contains(&format!("upkeep (you) asked:\\n> {question}")),
+        prompt.contains(&format!("upkeep (you) asked:\\n```comment\\n{question}\\n```")),
         "{prompt}"
     );
-    assert!(prompt.contains(&format!("comment by alice:\\n> {answer}")), "{prompt}");
+    assert!(
+        prompt.contains(&format!("comment by alice:\\n```comment\\n{answer}\\n```")),
+        "{prompt}"
+    );
     assert!(!prompt.contains("upkeep:question"), "the marker is not shown: {prompt}");
 }
 
