@@ -24,7 +24,9 @@ pub const DEFAULT_MAX_TURNS: u32 = 20;
 pub const DEFAULT_MAX_CYCLES: u32 = 10;
 pub const DEFAULT_LABEL: &str = "upkeep";
 pub const DEFAULT_TASKS_FILE: &str = "TODO.md";
-pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[".github/workflows/**"];
+/// Paths the file tools never change. A repository's `.upkeep.toml` can add to them but never
+/// remove one (it could otherwise publish a workflow, or rewrite its own policy).
+pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[".github/workflows/**", ".upkeep.toml"];
 pub const DEFAULT_SHELL_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
 /// Long enough for a large reply from a slow local model.
@@ -122,6 +124,26 @@ impl FileConfig {
         Ok(parsed)
     }
 
+    /// Parses the target repository's `.upkeep.toml`. The repository is untrusted: it may not
+    /// set keys that only the operator may set, and a file it names must stay inside it.
+    pub fn parse_repository(text: &str) -> Result<Self, ConfigError> {
+        let parsed = Self::parse(text, REPO_CONFIG_FILE)?;
+        let operator_only = [("prices", !parsed.prices.is_empty())];
+        if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
+            return Err(ConfigError(format!(
+                "{REPO_CONFIG_FILE}: `{key}` may only be set by the operator (--config), not by the repository"
+            )));
+        }
+        if let Some(tasks_file) = &parsed.tasks_file {
+            crate::repo::fs::normalise(tasks_file).map_err(|error| {
+                ConfigError(format!(
+                    "{REPO_CONFIG_FILE}: invalid `tasks_file`: {error} (it names a file inside the repository)"
+                ))
+            })?;
+        }
+        Ok(parsed)
+    }
+
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| ConfigError(format!("cannot read config file {}: {error}", path.display())))?;
@@ -155,6 +177,7 @@ impl RepoSource {
             return Self::local(Path::new(path), spec);
         }
         let server = github_server.trim_end_matches('/');
+        refuse_credentials(spec)?;
         if spec.starts_with("https://") || spec.starts_with("http://") {
             if let Some(rest) = spec.strip_prefix(server).and_then(|r| r.strip_prefix('/')) {
                 if let Some((owner, name)) = split_owner_name(rest.trim_end_matches('/').trim_end_matches(".git")) {
@@ -217,6 +240,29 @@ impl RepoSource {
             other => other.clone_url(),
         }
     }
+}
+
+/// A `--repo` URL must not carry credentials: they would end up in logs, events, the clone's
+/// configuration and every error message that quotes the URL. (`git@host:path` and
+/// `ssh://git@host/...` name an SSH user, not a secret, and are fine.)
+fn refuse_credentials(spec: &str) -> Result<(), ConfigError> {
+    let Some((scheme, rest)) = spec.split_once("://") else {
+        return Ok(());
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let Some((userinfo, _)) = authority.rsplit_once('@') else {
+        return Ok(());
+    };
+    let secret_bearing = matches!(scheme, "http" | "https") || userinfo.contains(':');
+    if secret_bearing {
+        return Err(ConfigError::key(
+            "--repo",
+            format!(
+                "the URL carries credentials ({scheme}://…@…); give the repository URL without them and put the token in GITHUB_TOKEN (or GH_TOKEN)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn split_owner_name(text: &str) -> Option<(String, String)> {
@@ -509,6 +555,10 @@ impl Config {
     }
 
     /// Combines flags/environment, the operator's file, the repository's file and defaults.
+    ///
+    /// The repository cannot loosen the operator's policy: its `protected_paths` are added to
+    /// the operator's (or the defaults), and its `max_turns`, used only where the operator set
+    /// none, can lower the default but not raise it.
     pub fn repo_settings(&self, repo_file: &FileConfig) -> RepoSettings {
         let layers = [&self.overrides, &self.operator, repo_file];
         let pick = |get: &dyn Fn(&FileConfig) -> Option<String>| layers.iter().find_map(|layer| get(layer));
@@ -519,21 +569,34 @@ impl Config {
                 declared_tools.push(tool.clone());
             }
         }
-        let mut prices = repo_file.prices.clone();
-        prices.extend(self.operator.prices.clone());
+        // Prices are the operator's alone (a repository file that sets them is refused).
+        let prices = self.operator.prices.clone();
         RepoSettings {
             base: pick(&|f| f.base.clone()),
             label: pick(&|f| f.label.clone()).unwrap_or_else(|| DEFAULT_LABEL.into()),
             tasks_file: pick(&|f| f.tasks_file.clone()).unwrap_or_else(|| DEFAULT_TASKS_FILE.into()),
             instructions: pick(&|f| f.instructions.clone()),
-            protected_paths: layers
-                .iter()
-                .find_map(|layer| layer.protected_paths.clone())
-                .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|s| (*s).to_owned()).collect()),
-            max_turns: layers
+            protected_paths: {
+                let mut paths = self
+                    .operator
+                    .protected_paths
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_PROTECTED_PATHS.iter().map(|s| (*s).to_owned()).collect());
+                for added in repo_file.protected_paths.iter().flatten() {
+                    if !paths.contains(added) {
+                        paths.push(added.clone());
+                    }
+                }
+                paths
+            },
+            max_turns: [&self.overrides, &self.operator]
                 .iter()
                 .find_map(|layer| layer.max_turns)
-                .unwrap_or(DEFAULT_MAX_TURNS),
+                .unwrap_or_else(|| {
+                    repo_file
+                        .max_turns
+                        .map_or(DEFAULT_MAX_TURNS, |asked| asked.min(DEFAULT_MAX_TURNS))
+                }),
             declared_tools,
             prices,
         }
@@ -564,6 +627,57 @@ mod tests {
             Ok(RepoSource::Remote(_))
         ));
         assert!(RepoSource::parse("not a repo at all", DEFAULT_GITHUB_SERVER).is_err());
+    }
+
+    #[test]
+    fn credentials_in_a_repository_url_are_refused_without_echoing_them() {
+        for spec in [
+            "https://ghp_secretvalue123@github.com/o/r.git",
+            "https://user:hunter2pass@example.com/o/r.git",
+            "ssh://git:hunter2pass@example.com/o/r.git",
+        ] {
+            let error = RepoSource::parse(spec, DEFAULT_GITHUB_SERVER)
+                .expect_err(spec)
+                .to_string();
+            assert!(error.contains("GITHUB_TOKEN"), "{error}");
+            assert!(!error.contains("secretvalue") && !error.contains("hunter2"), "{error}");
+        }
+        assert!(RepoSource::parse("ssh://git@example.com/o/r.git", DEFAULT_GITHUB_SERVER).is_ok());
+        assert!(RepoSource::parse("git@gitlab.com:a/b.git", DEFAULT_GITHUB_SERVER).is_ok());
+    }
+
+    #[test]
+    fn a_repository_cannot_loosen_the_operators_policy() {
+        let error = FileConfig::parse_repository("[prices.\"gpt-4.1\"]\ninput_per_mtok = 0.0\noutput_per_mtok = 0.0\n")
+            .expect_err("prices are operator-only")
+            .to_string();
+        assert!(error.contains("`prices`"), "{error}");
+        for value in ["/dev/stdin", "../outside", ".git/config", ".GIT/HEAD"] {
+            let error = FileConfig::parse_repository(&format!("tasks_file = {value:?}"))
+                .expect_err(value)
+                .to_string();
+            assert!(error.contains("`tasks_file`"), "{value}: {error}");
+        }
+        let repo = FileConfig::parse_repository("protected_paths = []\nmax_turns = 1000\n").expect("parses");
+        let config = test_config();
+        let settings = config.repo_settings(&repo);
+        assert!(settings.protected_paths.iter().any(|p| p == ".github/workflows/**"));
+        assert!(settings.protected_paths.iter().any(|p| p == ".upkeep.toml"));
+        assert_eq!(settings.max_turns, DEFAULT_MAX_TURNS);
+        let lower = FileConfig::parse_repository("max_turns = 5\nprotected_paths = [\"LICENSE\"]").expect("parses");
+        let settings = config.repo_settings(&lower);
+        assert_eq!(settings.max_turns, 5);
+        assert!(settings.protected_paths.iter().any(|p| p == "LICENSE"));
+        assert!(settings.protected_paths.iter().any(|p| p == ".github/workflows/**"));
+    }
+
+    fn test_config() -> Config {
+        let args = RunArgs {
+            repo: ".".into(),
+            replay: Some(PathBuf::from("Cargo.toml")),
+            ..RunArgs::default()
+        };
+        Config::from_args(&args).expect("a replay config on this checkout")
     }
 
     #[test]

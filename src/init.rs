@@ -117,7 +117,7 @@ mod tests {
 
     #[test]
     fn the_config_template_parses_as_written_and_with_every_key_uncommented() {
-        let parsed = FileConfig::parse(CONFIG_TEMPLATE, REPO_CONFIG_FILE).expect("template parses");
+        let parsed = FileConfig::parse_repository(CONFIG_TEMPLATE).expect("template parses");
         assert!(parsed.label.is_none(), "everything is commented out: defaults apply");
         // Uncommenting each `# key = value` line must give a valid file naming every key.
         let uncommented: String = CONFIG_TEMPLATE
@@ -128,19 +128,11 @@ mod tests {
             })
             .map(|line| format!("{line}\n"))
             .collect();
-        let parsed = FileConfig::parse(&uncommented, REPO_CONFIG_FILE).expect("uncommented template parses");
+        let parsed = FileConfig::parse_repository(&uncommented).expect("uncommented template parses");
         assert_eq!(parsed.label.as_deref(), Some(crate::config::DEFAULT_LABEL));
         assert_eq!(parsed.tasks_file.as_deref(), Some(crate::config::DEFAULT_TASKS_FILE));
         assert_eq!(parsed.max_turns, Some(crate::config::DEFAULT_MAX_TURNS));
-        assert_eq!(
-            parsed.protected_paths,
-            Some(
-                crate::config::DEFAULT_PROTECTED_PATHS
-                    .iter()
-                    .map(|s| (*s).to_owned())
-                    .collect()
-            )
-        );
+        assert_eq!(parsed.protected_paths, Some(vec!["LICENSE".to_owned()]));
         assert!(parsed.base.is_some() && parsed.instructions.is_some());
     }
 }
