@@ -92,7 +92,7 @@ impl Actions {
         let label = task_label(config);
         let issue = match read_issues_event(&text, &label, &config.source)? {
             EventTask::Ignored(why) => {
-                eprintln!("upkeep: {why}; working as configured");
+                eprintln!("upkeep: {}; working as configured", crate::text::escape_terminal(&why));
                 return Ok(());
             }
             EventTask::Issue(issue) => issue,
@@ -261,7 +261,10 @@ async fn issue_comments(config: &Config, label: &str, number: u64) -> Vec<IssueC
     let forge = match GitHubForge::new(&config.github, owner, name, config.draft) {
         Ok(forge) => forge,
         Err(error) => {
-            eprintln!("upkeep: {}", redactor.redact(&error.to_string()));
+            eprintln!(
+                "upkeep: {}",
+                crate::text::escape_terminal(&redactor.redact(&error.to_string()))
+            );
             return Vec::new();
         }
     };
@@ -272,7 +275,7 @@ async fn issue_comments(config: &Config, label: &str, number: u64) -> Vec<IssueC
             .map(|issue| issue.comments)
             .unwrap_or_default(),
         Err(error) => {
-            let error = redactor.redact(&error.to_string());
+            let error = crate::text::escape_terminal(&redactor.redact(&error.to_string()));
             eprintln!(
                 "upkeep: could not read the comments on issue #{number} ({error}); working from its title and body"
             );

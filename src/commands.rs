@@ -44,7 +44,10 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
 /// A configuration error before any work: exit 2, and in Actions the same report as a run.
 fn usage_error(error: &ConfigError, repo: &str, actions: Option<&Actions>) -> ExitStatus {
     let redactor = Redactor::from_env();
-    eprintln!("upkeep: {}", redactor.redact(&error.to_string()));
+    eprintln!(
+        "upkeep: {}",
+        crate::text::escape_terminal(&redactor.redact(&error.to_string()))
+    );
     if let Some(actions) = actions {
         let summary = RunSummary::usage_error(error);
         let context = RunContext {

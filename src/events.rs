@@ -172,10 +172,12 @@ impl EventSink {
         }
     }
 
-    /// A line for people on stderr, redacted like everything else.
+    /// A line for people on stderr, redacted like everything else, with control characters
+    /// escaped: it carries model text, file names, command output and issue titles, none of
+    /// which may move the cursor, recolour the terminal or hide a line. (JSON output is exact.)
     pub fn say(&self, text: &str) {
         let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{}", self.redactor.redact(text));
+        let _ = writeln!(stderr, "{}", crate::text::escape_terminal(&self.redactor.redact(text)));
     }
 }
 

@@ -48,6 +48,40 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// Whether a character can move the cursor, change colours, or reorder text on a terminal: the
+/// C0 and C1 control characters, DEL, and the Unicode bidirectional overrides ("Trojan Source").
+fn is_terminal_control(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn escape_where(text: &str, escape: impl Fn(char) -> bool) -> String {
+    if !text.chars().any(&escape) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escape(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` as one safe line: every control character escaped (`\u{1b}`), line breaks included.
+/// For untrusted names and titles: a file called `a\n# Task` stays one line that says so.
+pub fn escape_control(text: &str) -> String {
+    escape_where(text, is_terminal_control)
+}
+
+/// `text` for a terminal: control characters escaped except line breaks and tabs, so untrusted
+/// text (model replies, file names, command output, issue titles) cannot rewrite the screen,
+/// set the window title or hide a line with a carriage return.
+pub fn escape_terminal(text: &str) -> String {
+    escape_where(text, |c| c != '\n' && c != '\t' && is_terminal_control(c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +95,13 @@ mod tests {
         assert_eq!(prefix_chars("hé", 2), ("hé", false));
         assert_eq!(marked(prefix_chars("héllo", 2), "…"), "hé…");
         assert_eq!(marked(prefix_chars("hé", 2), "…"), "hé");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escape_control("a\u{1b}]0;x\u{7}b\nc"), "a\\u{1b}]0;x\\u{7}b\\u{a}c");
+        assert_eq!(escape_terminal("a\u{1b}[2Jb\nc\rd\te"), "a\\u{1b}[2Jb\nc\\u{d}d\te");
+        assert_eq!(escape_terminal("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(escape_control("plain é"), "plain é");
     }
 }
