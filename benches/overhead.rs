@@ -38,7 +38,8 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use upkeep::agent::budget::estimate_tokens;
-use upkeep::agent::prompt::{DEFAULT_TREE_BUDGET, FileTree};
+use upkeep::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
+use upkeep::repo::WorkTree;
 use upkeep::workspace::{CloneRequest, GitAuth, Identity, Workspace};
 
 /// Bumped whenever the generated repositories change, so stale caches are not reused.
@@ -460,16 +461,18 @@ fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> SizeResu
 
     eprintln!("[{}] file tree x{runs}", size.name);
     let mut tree_times = Vec::new();
-    let mut tree = FileTree::scan(workspace.root(), DEFAULT_TREE_BUDGET);
+    let files = WorkTree::open(workspace.root(), &[]).expect("the clone opens");
+    let mut tree = FileTree::scan(&files, DEFAULT_TREE_BUDGET);
     for _ in 0..runs {
         let started = Instant::now();
-        tree = FileTree::scan(workspace.root(), DEFAULT_TREE_BUDGET);
+        tree = FileTree::scan(&files, DEFAULT_TREE_BUDGET);
         let rendered = tree.render();
         tree_times.push(started.elapsed());
         assert!(!rendered.is_empty());
     }
-    let rendered = tree.render();
+    let rendered = tree.render().to_owned();
     assert_eq!(tree.total, size.files + 3, "every file counted");
+    drop(files);
     drop(workspace);
 
     eprintln!("[{}] whole runs of the binary x{runs} (0 and {turns} turns)", size.name);
@@ -504,7 +507,7 @@ fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> SizeResu
         clone_git: median(clone_git),
         refresh: [unchanged, moved].map(|t| (median(t.upkeep), median(t.git), median(t.clean))),
         tree_bytes: rendered.len(),
-        tree_shown: tree.shown.len(),
+        tree_shown: rendered.lines().count(),
         tree_time: median(tree_times),
         run_base: median(run_base),
         run_turns: median(run_turns),
@@ -801,7 +804,7 @@ fn report(results: &[SizeResult], startup: Duration, turns: usize) {
     println!();
     println!("## Repository context in the prompt (file tree, budget {DEFAULT_TREE_BUDGET} bytes)");
     println!();
-    println!("| size | files | listed | bytes | est. tokens | time to build |");
+    println!("| size | files | lines | bytes | est. tokens | time to build |");
     println!("|---|---:|---:|---:|---:|---:|");
     for r in results {
         println!(

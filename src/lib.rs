@@ -19,6 +19,7 @@ pub mod llm;
 pub mod logging;
 pub mod orchestrator;
 pub mod progress;
+pub mod repo;
 pub mod secrets;
 pub mod signals;
 pub mod text;

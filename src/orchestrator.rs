@@ -11,7 +11,8 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::budget::{Budget, Limit};
-use crate::agent::prompt::{CyclePrompt, DEFAULT_TREE_BUDGET, FileTree, SystemPrompt, TaskSource};
+use crate::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
+use crate::agent::prompt::{CyclePrompt, SystemPrompt, TaskSource};
 use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
@@ -19,12 +20,17 @@ use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::llm::{self, Provider, pricing};
+use crate::repo::WorkTree;
 use crate::secrets::Redactor;
 use crate::tools::declared::DeclaredTool;
-use crate::tools::path::PathPolicy;
 use crate::tools::registry::ExtraTool;
 use crate::tools::{FinishStatus, ToolContext, ToolRegistry, ToolSelection, sandbox, spec::reply_schema};
 use crate::workspace::{CloneRequest, GitAuth, Workspace, WorkspaceError};
+
+/// Largest `.upkeep.toml` read.
+const MAX_REPO_CONFIG_BYTES: u64 = 256 * 1024;
+/// Largest task file read (the prompt shows its first 16 KiB).
+const MAX_TASKS_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Everything that can end a run early, by exit code.
 #[derive(Debug, thiserror::Error)]
@@ -177,7 +183,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
     let events = match event_sink(&config) {
         Ok(events) => events,
         Err(error) => {
-            eprintln!("upkeep: {error}");
+            eprintln!("upkeep: {}", crate::text::escape_terminal(&error.to_string()));
             return RunSummary::usage_error(&error);
         }
     };
@@ -405,24 +411,25 @@ impl Runner<'_> {
         }
     }
 
+    /// The repository's `.upkeep.toml`, read through the gate (a symlink out of the clone, a
+    /// FIFO or an oversized file is refused like a broken file), combined with the operator's.
     fn repo_settings(&self, workspace: &Workspace, cycle: u32) -> Result<RepoSettings, RunError> {
-        let path = workspace.root().join(REPO_CONFIG_FILE);
-        let file = match std::fs::read_to_string(&path) {
-            Ok(text) => match FileConfig::parse(&text, REPO_CONFIG_FILE) {
-                Ok(file) => file,
-                // Found before the first model call of the run: a usage error (exit 2). In a
-                // later cycle the file changed under us (someone merged a broken one): a failure.
-                Err(error) if cycle == 1 => return Err(RunError::Usage(error)),
-                Err(error) => return Err(RunError::Failure(error.into())),
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => FileConfig::default(),
-            Err(error) => {
-                return Err(RunError::Failure(anyhow::anyhow!(
-                    "reading {REPO_CONFIG_FILE}: {error}"
-                )));
-            }
-        };
-        Ok(self.config.repo_settings(&file))
+        let parsed = WorkTree::open(workspace.root(), &[])
+            .map_err(|error| ConfigError(error.to_string()))
+            .and_then(|tree| {
+                tree.read_text(REPO_CONFIG_FILE, MAX_REPO_CONFIG_BYTES)
+                    .map_err(|error| ConfigError(format!("{REPO_CONFIG_FILE}: {error}")))
+            })
+            .and_then(|text| {
+                text.map_or_else(|| Ok(FileConfig::default()), |text| FileConfig::parse_repository(&text))
+            });
+        match parsed {
+            Ok(file) => Ok(self.config.repo_settings(&file)),
+            // Found before the first model call of the run: a usage error (exit 2). In a later
+            // cycle the file changed under us (someone merged a broken one): a failure.
+            Err(error) if cycle == 1 => Err(RunError::Usage(error)),
+            Err(error) => Err(RunError::Failure(error.into())),
+        }
     }
 
     async fn cycle(&mut self, cycle: u32, provider: &dyn Provider, forge: &dyn Forge) -> Result<RunEnd, RunError> {
@@ -437,8 +444,8 @@ impl Runner<'_> {
             Event::CycleStarted { base: base.clone() },
         );
 
-        let paths = PathPolicy::new(workspace.root(), &settings.protected_paths)
-            .map_err(|error| ConfigError::key("protected_paths", error))?;
+        let files = WorkTree::open(workspace.root(), &settings.protected_paths)
+            .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
         let registry = ToolRegistry::new(
             &ToolSelection {
                 dangerous: config.dangerous_tools,
@@ -475,12 +482,18 @@ impl Runner<'_> {
                 !open_pull_requests.iter().any(|pr| pr.branch.starts_with(&prefix))
             })
             .collect();
-        let tasks_file = std::fs::read_to_string(workspace.root().join(&settings.tasks_file)).ok();
+        let tasks_file = match files.read_text(&settings.tasks_file, MAX_TASKS_FILE_BYTES) {
+            Ok(text) => text,
+            Err(error) => {
+                self.events.say(&format!("upkeep: the task file is not read: {error}"));
+                None
+            }
+        };
         let default_issue = config.issue.or_else(|| match issues.as_slice() {
             [only] if config.task.is_none() => Some(only.number),
             _ => None,
         });
-        let tree = FileTree::scan(workspace.root(), DEFAULT_TREE_BUDGET);
+        let tree = FileTree::scan(&files, DEFAULT_TREE_BUDGET);
         let task = match &config.task {
             Some(task) => TaskSource::Given(task),
             None => TaskSource::Backlog {
@@ -511,7 +524,7 @@ impl Runner<'_> {
 
         let ctx = ToolContext {
             workspace: &workspace,
-            paths: &paths,
+            tree: &files,
             forge,
             commands: &config.commands,
             redactor: self.events.redactor(),

@@ -16,8 +16,10 @@ use crate::llm::{CompletionRequest, Message, Provider, ProviderError, StopReason
 use crate::tools::{CycleEnd, FinishStatus, Lookup, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 pub mod budget;
+pub mod file_tree;
 pub mod prompt;
 pub mod protocol;
+pub mod template;
 
 use budget::{Budget, Limit};
 use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};

@@ -1,12 +1,14 @@
 //! `edit_file`: replace one exact, unique occurrence of a text. Refusing ambiguous or missing
-//! matches (instead of guessing) keeps edits precise and tells the model what to fix.
+//! matches (instead of guessing) keeps edits precise and tells the model what to fix. The
+//! match works across line-ending styles (a model writes `\n`, a Windows file has `\r\n`) and
+//! the replacement is written in the file's own style.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::path::Access;
+use super::line_endings::LineEnding;
 use super::spec::object_schema;
-use super::write_file::write_resolved;
+use super::write_file::{MAX_WRITE_BYTES, write_checked};
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
 
 pub struct EditFile;
@@ -34,21 +36,39 @@ impl Tool for EditFile {
     async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let requested = args::required_str(arguments, "path")?;
         let old_text = args::required_str(arguments, "old_text")?;
-        let new_text = &ctx.redactor.redact(args::required_str(arguments, "new_text")?);
+        let new_text = ctx.redactor.redact(args::required_str(arguments, "new_text")?);
         if old_text.is_empty() {
             return Err(ToolError::model("old_text is empty; to create a file use write_file"));
         }
-        let path = ctx.paths.resolve(requested, Access::Write)?;
-        let current = std::fs::read_to_string(&path)
-            .map_err(|error| ToolError::model(format!("cannot read {requested:?}: {error}")))?;
-        match current.matches(old_text).count() {
+        let target = ctx
+            .tree
+            .writable(requested)
+            .map_err(|error| ToolError::model(error.to_string()))?;
+        let current = ctx
+            .tree
+            .read_resolved(&target, MAX_WRITE_BYTES as u64)
+            .map_err(|error| ToolError::model(format!("cannot edit {requested:?}: {error}")))?;
+        if current.truncated {
+            return Err(ToolError::model(format!(
+                "{requested:?} is larger than {MAX_WRITE_BYTES} bytes; upkeep does not edit files that large"
+            )));
+        }
+        let current = String::from_utf8(current.bytes).map_err(|_| {
+            ToolError::model(format!(
+                "{requested:?} is not UTF-8 text; edit_file changes text files only"
+            ))
+        })?;
+        let style = LineEnding::of(&current);
+        let old_text = style.apply(old_text);
+        let new_text = style.apply(&new_text);
+        match current.matches(old_text.as_str()).count() {
             0 => Err(ToolError::model(format!(
                 "old_text was not found in {requested:?}; read the file again and copy the text exactly, whitespace included"
             ))),
             1 => {
-                let updated = current.replacen(old_text, new_text, 1);
-                write_resolved(&path, requested, &updated)?;
-                Ok(ToolOutput::Text(format!("edited {}", ctx.paths.display(&path))))
+                let updated = current.replacen(old_text.as_str(), &new_text, 1);
+                write_checked(ctx, requested, &updated)?;
+                Ok(ToolOutput::Text(format!("edited {}", target.display())))
             }
             n => Err(ToolError::model(format!(
                 "old_text occurs {n} times in {requested:?}; include more surrounding lines so it occurs exactly once"

@@ -21,8 +21,8 @@ pub mod declared;
 pub mod edit_file;
 pub mod exec;
 pub mod finish;
+pub mod line_endings;
 pub mod list_files;
-pub mod path;
 pub mod read_file;
 pub mod registry;
 pub mod run_shell_command;
@@ -90,7 +90,8 @@ pub struct CommandSettings {
 /// What a tool may touch while it runs.
 pub struct ToolContext<'a> {
     pub workspace: &'a Workspace,
-    pub paths: &'a path::PathPolicy,
+    /// The only way tools reach the repository's files (see [`crate::repo::fs`]).
+    pub tree: &'a crate::repo::WorkTree,
     pub forge: &'a dyn Forge,
     pub commands: &'a CommandSettings,
     pub redactor: &'a crate::secrets::Redactor,

@@ -1,12 +1,17 @@
-//! `read_file`: a file's text. Large files come back as a bounded window with a notice, so one
-//! call can never flood the model's context.
+//! `read_file`: a file's text, whole or a range of lines. A large file comes back as a window
+//! with its total line count and how to read on, so one call can never flood the model's
+//! context. Files are read through the repository gate (regular files only, capped while
+//! reading).
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::path::{Access, MAX_READ_BYTES};
-use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+
+/// Most bytes one call returns; a larger file or range comes back as a window.
+pub const MAX_READ_BYTES: usize = 64 * 1024;
+/// Most bytes of a file read at all (to count its lines and cut a window).
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 pub struct ReadFile;
 
@@ -16,45 +21,151 @@ impl Tool for ReadFile {
         ToolSpec::new(
             "read_file",
             ToolClass::Safe,
-            "Read a text file of the repository. Files over 64 KiB are cut to their first 64 KiB with a notice; use search_files to find lines further down.",
-            object_schema(&[("path", "string", "file path relative to the repository root", true)]),
+            "Read a text file of the repository, whole or lines start_line..end_line (1-based, inclusive). Output over 64 KiB is cut to a window of whole lines, with the file's total line count and the start_line to read on from.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "file path relative to the repository root"},
+                    "start_line": {"type": "integer", "description": "first line to read (1-based); omit to start at the top"},
+                    "end_line": {"type": "integer", "description": "last line to read (inclusive); omit to read to the end"},
+                },
+                "required": ["path"],
+                "additionalProperties": false,
+            }),
         )
     }
 
     async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let requested = args::required_str(arguments, "path")?;
-        let path = ctx.paths.resolve(requested, Access::Read)?;
-        if path.is_dir() {
-            return Err(ToolError::model(format!(
+        let start = args::optional_number(arguments, "start_line")?;
+        let end = args::optional_number(arguments, "end_line")?;
+        let (path, file) = ctx.tree.read(requested, MAX_FILE_BYTES).map_err(|error| match error {
+            crate::repo::GateError::IsDir(_) => ToolError::model(format!(
                 "{requested:?} is a directory; use list_files to see what it holds"
-            )));
-        }
-        let bytes =
-            std::fs::read(&path).map_err(|error| ToolError::model(format!("cannot read {requested:?}: {error}")))?;
-        if bytes.iter().take(8192).any(|b| *b == 0) {
+            )),
+            other => ToolError::model(other.to_string()),
+        })?;
+        if file.bytes.iter().take(8192).any(|b| *b == 0) {
             return Err(ToolError::model(format!(
-                "{requested:?} is a binary file ({} bytes); read_file shows text only",
-                bytes.len()
+                "{} is a binary file ({} bytes); read_file shows text only",
+                path.display(),
+                file.size
             )));
         }
-        if bytes.len() <= MAX_READ_BYTES {
-            return Ok(ToolOutput::Text(String::from_utf8_lossy(&bytes).into_owned()));
-        }
-        let window = String::from_utf8_lossy(&bytes[..MAX_READ_BYTES]);
-        // Cut at the last whole line so the model never sees half a line as if it were whole.
-        let window = match window.rfind('\n') {
-            Some(end) => &window[..=end],
-            None => &window[..],
+        let text = String::from_utf8_lossy(&file.bytes);
+        let window = Window::of(&text, start, end)?;
+        let mut output = window.text.to_owned();
+        let total = if file.truncated {
+            format!("more than {}", window.total_lines)
+        } else {
+            window.total_lines.to_string()
         };
-        let lines_shown = window.lines().count();
-        let total_lines = bytecount_lines(&bytes);
-        Ok(ToolOutput::Text(format!(
-            "{window}\n[notice: {requested} is {} bytes and {total_lines} lines; only lines 1-{lines_shown} are shown. Use search_files to find what you need further down.]",
-            bytes.len()
-        )))
+        let whole = window.first == 1 && window.last == window.total_lines && !file.truncated;
+        if !whole && window.total_lines > 0 {
+            if !output.ends_with('\n') {
+                output.push('\n');
+            }
+            let next = if window.last < window.total_lines {
+                format!("; call read_file with start_line={} to read on", window.last + 1)
+            } else if file.truncated {
+                format!(
+                    "; the file is larger than {} MiB and the rest cannot be read: use search_files to find lines further down",
+                    MAX_FILE_BYTES / (1024 * 1024)
+                )
+            } else {
+                String::new()
+            };
+            output.push_str(&format!(
+                "[notice: lines {}-{} of {total} of {} are shown{next}]",
+                window.first,
+                window.last,
+                path.display()
+            ));
+        }
+        Ok(ToolOutput::Text(output))
     }
 }
 
-fn bytecount_lines(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|b| **b == b'\n').count() + usize::from(!bytes.ends_with(b"\n"))
+/// The lines of a file a call returns.
+struct Window<'a> {
+    text: &'a str,
+    first: u64,
+    last: u64,
+    total_lines: u64,
+}
+
+impl<'a> Window<'a> {
+    /// Lines `start..=end` of `text` (1-based), cut to [`MAX_READ_BYTES`] at a line boundary.
+    fn of(text: &'a str, start: Option<u64>, end: Option<u64>) -> Result<Self, ToolError> {
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+            .filter(|&at| at < text.len())
+            .collect();
+        let total_lines = starts.len() as u64;
+        let first = start.unwrap_or(1).max(1);
+        let last = end.unwrap_or(total_lines).min(total_lines);
+        if total_lines == 0 {
+            return Ok(Self {
+                text: "",
+                first: 0,
+                last: 0,
+                total_lines,
+            });
+        }
+        if first > total_lines {
+            return Err(ToolError::model(format!(
+                "start_line {first} is past the end: the file has {total_lines} lines"
+            )));
+        }
+        if last < first {
+            return Err(ToolError::model(format!(
+                "end_line {last} is before start_line {first}"
+            )));
+        }
+        let line_start = |line: u64| starts[usize::try_from(line - 1).unwrap_or(0)];
+        let line_end = |line: u64| {
+            starts
+                .get(usize::try_from(line).unwrap_or(usize::MAX))
+                .copied()
+                .unwrap_or(text.len())
+        };
+        let from = line_start(first);
+        let mut shown_last = last;
+        while shown_last > first && line_end(shown_last) - from > MAX_READ_BYTES {
+            shown_last -= 1;
+        }
+        let mut to = line_end(shown_last);
+        // A single line longer than the window is cut on a character boundary.
+        if to - from > MAX_READ_BYTES {
+            to = from + crate::text::prefix_bytes(&text[from..], MAX_READ_BYTES).0.len();
+        }
+        Ok(Self {
+            text: &text[from..to],
+            first,
+            last: shown_last,
+            total_lines,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_and_windows_cut_at_whole_lines() {
+        let text = "one\ntwo\nthree\n";
+        let all = Window::of(text, None, None).expect("whole");
+        assert_eq!((all.text, all.first, all.last, all.total_lines), (text, 1, 3, 3));
+        let middle = Window::of(text, Some(2), Some(2)).expect("line 2");
+        assert_eq!(middle.text, "two\n");
+        assert!(Window::of(text, Some(9), None).is_err());
+        assert!(Window::of(text, Some(3), Some(2)).is_err());
+        let long: String = (0..20_000).map(|n| format!("line {n}\n")).collect();
+        let window = Window::of(&long, None, None).expect("window");
+        assert!(window.text.len() <= MAX_READ_BYTES);
+        assert!(window.text.ends_with('\n'));
+        assert_eq!(window.total_lines, 20_000);
+        assert!(window.last < 20_000);
+    }
 }

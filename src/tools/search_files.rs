@@ -1,17 +1,21 @@
 //! `search_files`: lines matching a regular expression, as `file:line: text`, over the files
-//! `list_files` would show. Bounded in matches and line length.
+//! `list_files` would show, read through the repository gate (symlinks are not followed: their
+//! targets inside the tree are searched at their own paths). Bounded in matches and line length.
+
+use std::ops::ControlFlow;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::list_files::walk;
-use super::path::Access;
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use crate::repo::{EntryKind, RepoPath, walk};
 
 const MAX_MATCHES: usize = 200;
 const MAX_LINE_CHARS: usize = 300;
 const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
+/// Files searched at most in one call.
+const MAX_FILES: usize = 50_000;
 
 pub struct SearchFiles;
 
@@ -41,36 +45,45 @@ impl Tool for SearchFiles {
             .size_limit(1 << 20)
             .build()
             .map_err(|error| ToolError::model(format!("invalid regular expression {pattern:?}: {error}")))?;
-        let target = ctx.paths.resolve(requested, Access::Read)?;
-        let files = if target.is_file() {
-            vec![ctx.paths.display(&target)]
-        } else {
-            walk(ctx.paths.root(), &target, 50_000).0
+        let target = ctx
+            .tree
+            .resolve(requested)
+            .map_err(|error| ToolError::model(error.to_string()))?;
+        let files: Vec<RepoPath> = match ctx.tree.kind(&target) {
+            Some(EntryKind::Dir) => {
+                walk::list(ctx.tree, &target, MAX_FILES)
+                    .map_err(|error| ToolError::model(error.to_string()))?
+                    .0
+            }
+            Some(_) => vec![target],
+            None => return Err(ToolError::model(format!("{requested:?} does not exist"))),
         };
         let mut matches = Vec::new();
         let mut truncated = false;
-        'files: for relative in &files {
-            let path = ctx.paths.root().join(relative);
-            if std::fs::metadata(&path)
-                .map(|m| m.len() > MAX_FILE_BYTES)
-                .unwrap_or(true)
-            {
+        for path in &files {
+            // Symlinks and anything unreadable (FIFOs, hard links, oversized files) are skipped.
+            let Ok(file) = ctx.tree.read_resolved(path, MAX_FILE_BYTES) else {
+                continue;
+            };
+            if file.truncated || file.bytes.iter().take(8192).any(|b| *b == 0) {
                 continue;
             }
-            let Ok(bytes) = std::fs::read(&path) else { continue };
-            if bytes.iter().take(8192).any(|b| *b == 0) {
-                continue;
-            }
-            let text = String::from_utf8_lossy(&bytes);
-            for (number, line) in text.lines().enumerate() {
-                if regex.is_match(line) {
-                    if matches.len() >= MAX_MATCHES {
-                        truncated = true;
-                        break 'files;
-                    }
-                    let shown: String = line.chars().take(MAX_LINE_CHARS).collect();
-                    matches.push(format!("{relative}:{}: {shown}", number + 1));
+            let text = String::from_utf8_lossy(&file.bytes);
+            let shown_path = crate::text::escape_control(&path.display());
+            let flow = text.lines().enumerate().try_for_each(|(number, line)| {
+                if !regex.is_match(line) {
+                    return ControlFlow::Continue(());
                 }
+                if matches.len() >= MAX_MATCHES {
+                    truncated = true;
+                    return ControlFlow::Break(());
+                }
+                let shown: String = line.chars().take(MAX_LINE_CHARS).collect();
+                matches.push(format!("{shown_path}:{}: {shown}", number + 1));
+                ControlFlow::Continue(())
+            });
+            if flow.is_break() {
+                break;
             }
         }
         let mut text = if matches.is_empty() {

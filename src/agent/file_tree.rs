@@ -1,0 +1,215 @@
+//! The repository's files as the cycle prompt lists them, within a byte budget.
+//!
+//! A small repository is listed whole. A repository whose list does not fit gets a breadth-first
+//! summary instead of an alphabetical prefix (which would hide whole directories the model then
+//! never hears of): every top-level directory is named with its file count, the top level's
+//! files are listed, and deeper directories are opened level by level while the budget allows.
+//! Names are escaped (see [`crate::text::escape_control`]), so a file name cannot add a line or
+//! a section to the prompt. The walk goes through the repository gate (`repo::walk`).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+use std::ops::ControlFlow;
+
+use crate::repo::{RepoPath, WorkTree, walk};
+
+/// Bytes of file tree in the cycle prompt, by default.
+pub const DEFAULT_TREE_BUDGET: usize = 16 * 1024;
+/// Bytes of the budget kept for the notices after the listing.
+const NOTICE_RESERVE: usize = 200;
+
+/// A directory of the tree: its own files (names, escaped) and its subdirectories.
+#[derive(Debug, Default)]
+struct Folder {
+    files: Vec<String>,
+    folders: BTreeMap<String, Folder>,
+    /// Files in this folder and every folder below it.
+    total: usize,
+}
+
+impl Folder {
+    fn insert(&mut self, parts: &[String]) {
+        self.total += 1;
+        match parts {
+            [] => {}
+            [file] => self.files.push(file.clone()),
+            [folder, rest @ ..] => self.folders.entry(folder.clone()).or_default().insert(rest),
+        }
+    }
+
+    fn at(&self, path: &[String]) -> Option<&Folder> {
+        match path {
+            [] => Some(self),
+            [first, rest @ ..] => self.folders.get(first)?.at(rest),
+        }
+    }
+}
+
+/// The rendered listing, and how many files the repository has.
+#[derive(Debug, Clone)]
+pub struct FileTree {
+    text: String,
+    pub total: usize,
+}
+
+fn joined(prefix: &[String], name: &str) -> String {
+    let mut path = prefix.join("/");
+    if !path.is_empty() {
+        path.push('/');
+    }
+    path.push_str(name);
+    path
+}
+
+fn summary_line(prefix: &[String], name: &str, folder: &Folder) -> String {
+    format!("{}/ [{} files]", joined(prefix, name), folder.total)
+}
+
+impl FileTree {
+    /// Lists the work tree's unignored files within `budget` bytes.
+    pub fn scan(tree: &WorkTree, budget: usize) -> Self {
+        let mut root = Folder::default();
+        let _ = walk::walk(tree, &RepoPath::root(), |path, _| {
+            let parts: Vec<String> = path
+                .as_path()
+                .iter()
+                .map(|part| crate::text::escape_control(&part.to_string_lossy()))
+                .collect();
+            root.insert(&parts);
+            ControlFlow::Continue(())
+        });
+        Self::layout(&root, budget)
+    }
+
+    fn layout(root: &Folder, budget: usize) -> Self {
+        // Room kept for the closing notices, so the whole stays within the budget.
+        let budget = budget.saturating_sub(NOTICE_RESERVE);
+        let total = root.total;
+        if total == 0 {
+            return Self {
+                text: "(no files)".into(),
+                total,
+            };
+        }
+        // Lines keyed by path, so the result reads as a sorted listing however it was opened.
+        let mut lines: BTreeMap<String, String> = BTreeMap::new();
+        let mut used = 0;
+        let add = |lines: &mut BTreeMap<String, String>, used: &mut usize, key: String, line: String| {
+            *used += line.len() + 1;
+            lines.insert(key, line);
+        };
+        // Every top-level folder is named, whatever the budget.
+        for (name, folder) in &root.folders {
+            add(
+                &mut lines,
+                &mut used,
+                format!("{name}/"),
+                summary_line(&[], name, folder),
+            );
+        }
+        let mut left_out = 0;
+        for (index, file) in root.files.iter().enumerate() {
+            if used + file.len() + 1 > budget {
+                left_out = root.files.len() - index;
+                break;
+            }
+            add(&mut lines, &mut used, file.clone(), file.clone());
+        }
+        // Open folders breadth first while their contents fit in place of their summary line.
+        let mut queue: VecDeque<Vec<String>> = root.folders.keys().map(|name| vec![name.clone()]).collect();
+        while let Some(path) = queue.pop_front() {
+            let Some(folder) = root.at(&path) else { continue };
+            let (name, prefix) = path.split_last().map(|(n, p)| (n.as_str(), p)).unwrap_or(("", &[]));
+            let summary = summary_line(prefix, name, folder);
+            let opened: Vec<(String, String)> = folder
+                .files
+                .iter()
+                .map(|file| {
+                    let full = joined(&path, file);
+                    (full.clone(), full)
+                })
+                .chain(
+                    folder
+                        .folders
+                        .iter()
+                        .map(|(sub, inner)| (format!("{}/", joined(&path, sub)), summary_line(&path, sub, inner))),
+                )
+                .collect();
+            let cost: usize = opened.iter().map(|(_, line)| line.len() + 1).sum();
+            if used - (summary.len() + 1) + cost > budget {
+                continue;
+            }
+            lines.remove(&format!("{}/", path.join("/")));
+            used -= summary.len() + 1;
+            for (key, line) in opened {
+                add(&mut lines, &mut used, key, line);
+            }
+            queue.extend(folder.folders.keys().map(|sub| {
+                let mut deeper = path.clone();
+                deeper.push(sub.clone());
+                deeper
+            }));
+        }
+        let text_keys_summarised = lines.keys().any(|key| key.ends_with('/'));
+        let mut text = lines.into_values().collect::<Vec<_>>().join("\n");
+        if left_out > 0 {
+            let _ = write!(text, "\n[… {left_out} more files at the top level]");
+        }
+        // Summary lines are the only keys that end with `/` (an escaped name holds no `/`).
+        let summarised = left_out > 0 || text_keys_summarised;
+        if summarised {
+            let _ = write!(
+                text,
+                "\n[the repository has {total} files; a line `dir/ [N files]` stands for a folder not listed here: use list_files on it]"
+            );
+        }
+        Self { text, total }
+    }
+
+    pub fn render(&self) -> &str {
+        &self.text
+    }
+
+    /// A tree rendered elsewhere (tests and snapshots).
+    pub fn from_rendered(text: &str, total: usize) -> Self {
+        Self {
+            text: text.to_owned(),
+            total,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder(paths: &[&str]) -> Folder {
+        let mut root = Folder::default();
+        for path in paths {
+            let parts: Vec<String> = path.split('/').map(str::to_owned).collect();
+            root.insert(&parts);
+        }
+        root
+    }
+
+    #[test]
+    fn a_small_repository_is_listed_whole() {
+        let tree = FileTree::layout(&folder(&["README.md", "src/lib.rs", "src/a/b.rs"]), 1024);
+        assert_eq!(tree.render(), "README.md\nsrc/a/b.rs\nsrc/lib.rs");
+        assert_eq!(tree.total, 3);
+    }
+
+    #[test]
+    fn a_large_repository_names_every_top_level_folder() {
+        let mut paths: Vec<String> = (0..3000).map(|n| format!("aaa/file{n:04}.txt")).collect();
+        paths.extend((0..10).map(|n| format!("zzz/deep/er/f{n}.rs")));
+        paths.push("Cargo.toml".into());
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let tree = FileTree::layout(&folder(&refs), 1024);
+        let text = tree.render();
+        assert!(text.contains("aaa/ [3000 files]"), "{text}");
+        assert!(text.contains("zzz/deep/er/f9.rs"), "small folders are opened: {text}");
+        assert!(text.contains("Cargo.toml"));
+        assert!(text.len() <= 1024, "{}", text.len());
+    }
+}
