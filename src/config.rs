@@ -234,6 +234,19 @@ impl RepoSource {
         }
     }
 
+    /// How the prompt names the repository: `owner/name`, a remote URL, or a local
+    /// repository's folder name (never an absolute local path, which says nothing to the model
+    /// and something about the machine).
+    pub fn prompt_name(&self) -> String {
+        match self {
+            RepoSource::Local(path) => path
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "repository".to_owned()),
+            other => other.display_name(),
+        }
+    }
+
     pub fn display_name(&self) -> String {
         match self {
             RepoSource::GitHub { owner, name, .. } => format!("{owner}/{name}"),
@@ -270,6 +283,13 @@ fn split_owner_name(text: &str) -> Option<(String, String)> {
     let (owner, name) = text.split_once('/')?;
     (valid(owner) && valid(name) && !name.contains('/') && owner != "." && owner != "..")
         .then(|| (owner.to_owned(), name.to_owned()))
+}
+
+/// What the settings are resolved for: a run needs credentials, printing the prompt does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Run,
+    Prompt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -321,6 +341,9 @@ pub struct GitHubSettings {
     pub server_url: String,
     pub api_url: String,
     pub token: Option<SecretString>,
+    /// The bot's account, when the operator names it (`UPKEEP_BOT_LOGIN`, for GitHub App tokens,
+    /// which cannot ask `GET /user` who they are); otherwise it is asked.
+    pub bot_login: Option<String>,
 }
 
 /// Everything a run needs, resolved from flags, environment and the operator's config.
@@ -381,7 +404,18 @@ fn env_or(name: &str, default: &str) -> String {
 }
 
 impl Config {
+    /// The settings of `upkeep run`: everything checked that can be before any work.
     pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
+        Self::resolve(args, Purpose::Run)
+    }
+
+    /// The settings of `upkeep prompt`, which calls no model and publishes nothing, and so
+    /// needs no API key and no write token (public repositories are read without one).
+    pub fn for_prompt(args: &RunArgs) -> Result<Self, ConfigError> {
+        Self::resolve(args, Purpose::Prompt)
+    }
+
+    fn resolve(args: &RunArgs, purpose: Purpose) -> Result<Self, ConfigError> {
         let github = GitHubSettings {
             server_url: env_or("GITHUB_SERVER_URL", DEFAULT_GITHUB_SERVER)
                 .trim_end_matches('/')
@@ -390,6 +424,9 @@ impl Config {
                 .trim_end_matches('/')
                 .to_owned(),
             token: env_secret(&["GITHUB_TOKEN", "GH_TOKEN"]),
+            bot_login: std::env::var("UPKEEP_BOT_LOGIN")
+                .ok()
+                .filter(|login| !login.trim().is_empty()),
         };
         let source = RepoSource::parse(&args.repo, &github.server_url)?;
 
@@ -435,7 +472,7 @@ impl Config {
         // A custom endpoint (a local OpenAI-compatible server) usually needs no key.
         let key_required = matches!(kind, ProviderKind::Anthropic | ProviderKind::Gemini)
             || (kind == ProviderKind::Openai && args.base_url.is_none());
-        if key_required && api_key.is_none() {
+        if key_required && api_key.is_none() && purpose == Purpose::Run {
             let variable = match kind {
                 ProviderKind::Openai => "OPENAI_API_KEY",
                 ProviderKind::Anthropic => "ANTHROPIC_API_KEY",
@@ -471,7 +508,7 @@ impl Config {
             // Another host: upkeep can push but cannot open pull requests there.
             (None, RepoSource::Remote(_)) => ForgeKind::None,
         };
-        if forge == ForgeKind::Github && github.token.is_none() && !args.dry_run {
+        if forge == ForgeKind::Github && github.token.is_none() && !args.dry_run && purpose == Purpose::Run {
             return Err(ConfigError(
                 "GITHUB_TOKEN (or GH_TOKEN) is not set; --forge github needs it to push and open pull requests (or use --dry-run)".into(),
             ));
