@@ -22,6 +22,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the tools exactly as the model sees them.
     Tools(ToolsArgs),
+    /// Print the system prompt and first message exactly as the model would get them, without calling a model.
+    Prompt(Box<RunArgs>),
     /// Set a repository up for upkeep: write .upkeep.toml and .github/workflows/upkeep.yml.
     Init(InitArgs),
 }

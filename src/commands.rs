@@ -59,6 +59,39 @@ fn usage_error(error: &ConfigError, repo: &str, actions: Option<&Actions>) -> Ex
     ExitStatus::Usage
 }
 
+/// Prints the system prompt and the first message of a first cycle exactly as the model would
+/// get them, calling no model: with `--json`, as `{"system", "first_message"}`.
+pub async fn prompt(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
+    let config = match Config::for_prompt(args) {
+        Ok(config) => config,
+        Err(error) => return usage_error(&error, &args.repo, None),
+    };
+    let briefing = match crate::orchestrator::prompt(&config, cancel).await {
+        Ok(briefing) => briefing,
+        Err((status, message)) => {
+            let redactor = crate::orchestrator::redactor_for(&config);
+            eprintln!("upkeep: {}", crate::text::escape_terminal(&redactor.redact(&message)));
+            return status;
+        }
+    };
+    // Redacted exactly as the agent redacts what it sends.
+    let redactor = crate::orchestrator::redactor_for(&config);
+    let (system, first_message) = (
+        redactor.redact(&briefing.system),
+        redactor.redact(&briefing.first_message),
+    );
+    let text = if config.json {
+        let value = serde_json::json!({"system": system, "first_message": first_message});
+        serde_json::to_string(&value).unwrap_or_default()
+    } else {
+        format!("==> system prompt\n{system}\n==> first message\n{first_message}")
+    };
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`upkeep prompt | head`) is not an error.
+    let _ = writeln!(stdout, "{text}");
+    ExitStatus::Done
+}
+
 /// Prints the tools exactly as the model sees them: the same specs the prompt and the
 /// structured-output schema are rendered from.
 pub fn tools(args: &ToolsArgs) -> ExitStatus {

@@ -41,6 +41,7 @@ fn main() -> ExitCode {
             Command::Run(args) => upkeep::commands::run(&args, cancel).await,
             Command::Demo(args) => upkeep::demo::run(&args, cancel).await,
             Command::Tools(args) => upkeep::commands::tools(&args),
+            Command::Prompt(args) => upkeep::commands::prompt(&args, cancel).await,
             Command::Init(args) => upkeep::init::run(&args),
         }
     });

@@ -11,9 +11,8 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::budget::{Budget, Limit};
-use crate::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
-use crate::agent::prompt::{CyclePrompt, SystemPrompt, TaskSource};
 use crate::agent::{Agent, CycleError, CycleOutcome};
+use crate::briefing::{Briefing, BriefingError, brief};
 use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
 use crate::events::{Event, EventSink, Scope, Verbosity};
@@ -22,15 +21,11 @@ use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForg
 use crate::llm::{self, Provider, pricing};
 use crate::repo::WorkTree;
 use crate::secrets::Redactor;
-use crate::tools::declared::DeclaredTool;
-use crate::tools::registry::ExtraTool;
-use crate::tools::{FinishStatus, ToolContext, ToolRegistry, ToolSelection, sandbox, spec::reply_schema};
+use crate::tools::{FinishStatus, ToolContext, sandbox};
 use crate::workspace::{CloneRequest, GitAuth, Workspace, WorkspaceError};
 
 /// Largest `.upkeep.toml` read.
 const MAX_REPO_CONFIG_BYTES: u64 = 256 * 1024;
-/// Largest task file read (the prompt shows its first 16 KiB).
-const MAX_TASKS_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Everything that can end a run early, by exit code.
 #[derive(Debug, thiserror::Error)]
@@ -246,24 +241,47 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
     }
 }
 
-/// The declared command tools, each marked allowed or not. Declarations are checked here, before
-/// the first model call; `--allow-tool` naming no declared tool is a usage error too.
-fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<ExtraTool>, RunError> {
-    let mut tools: Vec<ExtraTool> = Vec::new();
-    for declaration in &settings.declared_tools {
-        let tool = DeclaredTool::new(declaration, "config")?;
-        let allowed = config.allow_tools.iter().any(|name| name == tool.name());
-        tools.push((Box::new(tool), allowed));
-    }
-    for name in &config.allow_tools {
-        if !settings.declared_tools.iter().any(|declared| &declared.name == name) {
-            return Err(RunError::Usage(ConfigError::key(
-                "--allow-tool",
-                format!("no declared tool is named `{name}` (declare it under [[tools]] in --config or .upkeep.toml)"),
-            )));
-        }
-    }
-    Ok(tools)
+/// `upkeep prompt`: clones and reads the repository as a run's first cycle does, and returns
+/// the briefing without asking a model. Errors carry the exit status they map to.
+pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefing, (ExitStatus, String)> {
+    let fail = |error: RunError| {
+        let status = match &error {
+            RunError::Usage(_) => ExitStatus::Usage,
+            RunError::Interrupted => ExitStatus::Interrupted,
+            RunError::Failure(_) => ExitStatus::Failure,
+        };
+        (status, error.to_string())
+    };
+    let events = event_sink(config).map_err(|error| fail(RunError::Usage(error)))?;
+    let mut runner = Runner {
+        config,
+        events: &events,
+        cancel: &cancel,
+        cycles: 1,
+        budget: None,
+        pull_requests: Vec::new(),
+        question: None,
+        kept: None,
+    };
+    let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
+    let (workspace, settings, _) = runner.prepare(1).await.map_err(fail)?;
+    let files = WorkTree::open(workspace.root(), &settings.protected_paths)
+        .map_err(|error| fail(RunError::Usage(ConfigError(error.to_string()))))?;
+    brief(
+        config,
+        &settings,
+        &files,
+        workspace.base_branch(),
+        forge.as_ref(),
+        &|text| events.say(text),
+    )
+    .await
+    .map_err(|error| {
+        fail(match error {
+            BriefingError::Config(error) => RunError::Usage(error),
+            BriefingError::Forge(error) => RunError::Failure(error.into()),
+        })
+    })
 }
 
 struct Runner<'a> {
@@ -446,71 +464,12 @@ impl Runner<'_> {
 
         let files = WorkTree::open(workspace.root(), &settings.protected_paths)
             .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
-        let registry = ToolRegistry::new(
-            &ToolSelection {
-                dangerous: config.dangerous_tools,
-            },
-            declared_tools(config, &settings)?,
-        );
-        let specs = registry.specs();
-        let schema = reply_schema(&specs);
-        let system = SystemPrompt {
-            tools: &specs,
-            protected_paths: &settings.protected_paths,
-            max_turns: settings.max_turns,
-            instructions: settings.instructions.as_deref(),
-        }
-        .render();
-
-        let open_pull_requests = forge
-            .open_pull_requests(&base)
+        let briefing = brief(config, &settings, &files, &base, forge, &|text| self.events.say(text))
             .await
-            .map_err(|e| RunError::Failure(e.into()))?;
-        let issues = if config.task.is_none() {
-            forge
-                .task_issues(&settings.label)
-                .await
-                .map_err(|e| RunError::Failure(e.into()))?
-        } else {
-            Vec::new()
-        };
-        // Issues that already have an open bot pull request are not offered again.
-        let issues: Vec<_> = issues
-            .into_iter()
-            .filter(|issue| {
-                let prefix = format!("{}{}-", crate::workspace::BOT_BRANCH_PREFIX, issue.number);
-                !open_pull_requests.iter().any(|pr| pr.branch.starts_with(&prefix))
-            })
-            .collect();
-        let tasks_file = match files.read_text(&settings.tasks_file, MAX_TASKS_FILE_BYTES) {
-            Ok(text) => text,
-            Err(error) => {
-                self.events.say(&format!("upkeep: the task file is not read: {error}"));
-                None
-            }
-        };
-        let default_issue = config.issue.or_else(|| match issues.as_slice() {
-            [only] if config.task.is_none() => Some(only.number),
-            _ => None,
-        });
-        let tree = FileTree::scan(&files, DEFAULT_TREE_BUDGET);
-        let task = match &config.task {
-            Some(task) => TaskSource::Given(task),
-            None => TaskSource::Backlog {
-                tasks_file: tasks_file
-                    .as_deref()
-                    .map(|content| (settings.tasks_file.as_str(), content)),
-                issues: &issues,
-            },
-        };
-        let first_message = CyclePrompt {
-            repo: &config.source.display_name(),
-            base: &base,
-            task,
-            open_pull_requests: &open_pull_requests,
-            file_tree: &tree,
-        }
-        .render();
+            .map_err(|error| match error {
+                BriefingError::Config(error) => RunError::Usage(error),
+                BriefingError::Forge(error) => RunError::Failure(error.into()),
+            })?;
 
         let budget = self.budget.get_or_insert_with(|| Budget::new(config.budgets, None));
         let price = pricing::price_for(provider.model(), &settings.prices);
@@ -530,13 +489,13 @@ impl Runner<'_> {
             redactor: self.events.redactor(),
             cancel: self.cancel,
             identity: &config.identity,
-            default_issue,
+            default_issue: briefing.default_issue,
             cycle_branch: None,
-            open_pull_requests: &open_pull_requests,
+            open_pull_requests: &briefing.open_pull_requests,
         };
         let agent = Agent {
             provider,
-            registry: &registry,
+            registry: &briefing.registry,
             events: self.events,
             cancel: self.cancel,
             max_turns: settings.max_turns,
@@ -544,7 +503,14 @@ impl Runner<'_> {
         };
         let opened_before = self.pull_requests.len();
         let outcome = agent
-            .run_cycle(&system, first_message, &schema, &ctx, budget, &mut self.pull_requests)
+            .run_cycle(
+                &briefing.system,
+                briefing.first_message.clone(),
+                &briefing.reply_schema,
+                &ctx,
+                budget,
+                &mut self.pull_requests,
+            )
             .await?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end

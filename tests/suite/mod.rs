@@ -5,6 +5,7 @@ mod core;
 mod git_http_server;
 mod git_transport;
 mod github;
+mod hostile_repos;
 mod model_loop;
 mod providers;
 mod refresh;

@@ -74,6 +74,14 @@ impl TestRepo {
         std::fs::write(full, content).expect("write");
     }
 
+    /// A symbolic link at `link` (relative to the repository) pointing at `target`, as git
+    /// stores one: committed, it is recreated by every clone.
+    pub fn symlink(&self, link: &str, target: impl AsRef<Path>) {
+        let full = self.path().join(link);
+        std::fs::create_dir_all(full.parent().expect("has parent")).expect("mkdir");
+        std::os::unix::fs::symlink(target, full).expect("symlink");
+    }
+
     pub fn commit(&self, message: &str) {
         git(self.path(), &["add", "-A"]);
         git(self.path(), &["commit", "-q", "-m", message]);

@@ -1,0 +1,140 @@
+//! What the model is told when a cycle starts: the enabled tools, the system prompt and the
+//! first message (task or task sources, the bot's open pull requests, the file tree).
+//!
+//! One function builds it for both `upkeep run` and `upkeep prompt`, so the prompt that
+//! `upkeep prompt` prints is byte for byte the one a cycle sends. Repository files are read
+//! only through the gate ([`WorkTree`]); forge text (issues, comments) is framed by the prompt
+//! renderer as untrusted.
+
+use serde_json::Value;
+
+use crate::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
+use crate::agent::prompt::{CyclePrompt, SystemPrompt, TaskSource};
+use crate::config::{Config, ConfigError, RepoSettings};
+use crate::forge::{Forge, ForgeError, OpenPullRequest};
+use crate::repo::WorkTree;
+use crate::tools::declared::DeclaredTool;
+use crate::tools::registry::ExtraTool;
+use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
+
+/// Largest task file read (the prompt shows its first 16 KiB).
+const MAX_TASKS_FILE_BYTES: u64 = 1024 * 1024;
+
+/// Everything a cycle starts from.
+pub struct Briefing {
+    pub registry: ToolRegistry,
+    /// The JSON schema of the reply, one branch per enabled tool.
+    pub reply_schema: Value,
+    pub system: String,
+    pub first_message: String,
+    pub open_pull_requests: Vec<OpenPullRequest>,
+    /// The issue calls work on when they name none.
+    pub default_issue: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BriefingError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Forge(#[from] ForgeError),
+}
+
+/// The declared command tools, each marked allowed or not. Declarations are checked here,
+/// before the first model call; `--allow-tool` naming no declared tool is a usage error too.
+fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<ExtraTool>, ConfigError> {
+    let mut tools: Vec<ExtraTool> = Vec::new();
+    for declaration in &settings.declared_tools {
+        let tool = DeclaredTool::new(declaration, "config")?;
+        let allowed = config.allow_tools.iter().any(|name| name == tool.name());
+        tools.push((Box::new(tool), allowed));
+    }
+    for name in &config.allow_tools {
+        if !settings.declared_tools.iter().any(|declared| &declared.name == name) {
+            return Err(ConfigError::key(
+                "--allow-tool",
+                format!("no declared tool is named `{name}` (declare it under [[tools]] in --config or .upkeep.toml)"),
+            ));
+        }
+    }
+    Ok(tools)
+}
+
+/// Builds the cycle's briefing. `notice` hears what a person should know (a task file that
+/// could not be read).
+pub async fn brief(
+    config: &Config,
+    settings: &RepoSettings,
+    files: &WorkTree,
+    base: &str,
+    forge: &dyn Forge,
+    notice: &dyn Fn(&str),
+) -> Result<Briefing, BriefingError> {
+    let registry = ToolRegistry::new(
+        &ToolSelection {
+            dangerous: config.dangerous_tools,
+        },
+        declared_tools(config, settings)?,
+    );
+    let specs = registry.specs();
+    let reply_schema = reply_schema(&specs);
+    let system = SystemPrompt {
+        tools: &specs,
+        protected_paths: &settings.protected_paths,
+        max_turns: settings.max_turns,
+        instructions: settings.instructions.as_deref(),
+    }
+    .render();
+
+    let open_pull_requests = forge.open_pull_requests(base).await?;
+    let issues = if config.task.is_none() {
+        forge.task_issues(&settings.label).await?
+    } else {
+        Vec::new()
+    };
+    // Issues that already have an open bot pull request are not offered again.
+    let issues: Vec<_> = issues
+        .into_iter()
+        .filter(|issue| {
+            let prefix = format!("{}{}-", crate::workspace::BOT_BRANCH_PREFIX, issue.number);
+            !open_pull_requests.iter().any(|pr| pr.branch.starts_with(&prefix))
+        })
+        .collect();
+    let tasks_file = match files.read_text(&settings.tasks_file, MAX_TASKS_FILE_BYTES) {
+        Ok(text) => text,
+        Err(error) => {
+            notice(&format!("upkeep: the task file is not read: {error}"));
+            None
+        }
+    };
+    let default_issue = config.issue.or_else(|| match issues.as_slice() {
+        [only] if config.task.is_none() => Some(only.number),
+        _ => None,
+    });
+    let tree = FileTree::scan(files, DEFAULT_TREE_BUDGET);
+    let task = match &config.task {
+        Some(task) => TaskSource::Given(task),
+        None => TaskSource::Backlog {
+            tasks_file: tasks_file
+                .as_deref()
+                .map(|content| (settings.tasks_file.as_str(), content)),
+            issues: &issues,
+        },
+    };
+    let first_message = CyclePrompt {
+        repo: &config.source.prompt_name(),
+        base,
+        task,
+        open_pull_requests: &open_pull_requests,
+        file_tree: &tree,
+    }
+    .render();
+    Ok(Briefing {
+        registry,
+        reply_schema,
+        system,
+        first_message,
+        open_pull_requests,
+        default_issue,
+    })
+}
