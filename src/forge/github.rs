@@ -132,9 +132,7 @@ impl GitHubForge {
     async fn bot_login(&self) -> Option<&str> {
         self.bot_login
             .get_or_init(|| async {
-                if self.token.is_none() {
-                    return None;
-                }
+                self.token.as_ref()?;
                 match self.send("asking GitHub who the token belongs to", Method::Get, "/user", None).await {
                     Ok(answer) => parse_object::<UserJson>("reading GET /user", &answer.text)
                         .ok()
