@@ -125,11 +125,19 @@ pub trait Forge: Send + Sync {
     async fn post_question(&self, issue: Option<u64>, question: &str) -> Result<Option<String>, ForgeError>;
 }
 
-/// `Closes #N` and the rest of the body, as every forge writes it.
+/// The body with `Closes #N` added when it does not already close the issue with a closing
+/// keyword: GitHub closes an issue on merge only for `close`/`fix`/`resolve` (and their forms)
+/// before `#N`, so a body that merely mentions `#N` still needs the line.
 pub fn body_with_issue(body: &str, issue: Option<u64>) -> String {
-    match issue {
-        Some(number) if !body.contains(&format!("#{number}")) => format!("{}\n\nCloses #{number}", body.trim_end()),
-        _ => body.to_owned(),
+    let Some(number) = issue else {
+        return body.to_owned();
+    };
+    let closing = regex::Regex::new(&format!(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?):?\s+#{number}\b"))
+        .is_ok_and(|keyword| keyword.is_match(body));
+    if closing {
+        body.to_owned()
+    } else {
+        format!("{}\n\nCloses #{number}", body.trim_end())
     }
 }
 
@@ -143,4 +151,21 @@ pub fn render_preview(draft: &PullRequestDraft, diff: &str) -> String {
         body_with_issue(&draft.body, draft.issue),
         diff
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::body_with_issue;
+
+    #[test]
+    fn an_issue_is_closed_by_a_keyword_even_when_the_body_mentions_it() {
+        assert_eq!(
+            body_with_issue("Follow-up to #7: rename.", Some(7)),
+            "Follow-up to #7: rename.\n\nCloses #7"
+        );
+        assert_eq!(body_with_issue("Fixes #7.", Some(7)), "Fixes #7.");
+        assert_eq!(body_with_issue("resolves: #7", Some(7)), "resolves: #7");
+        assert_eq!(body_with_issue("Closes #70", Some(7)), "Closes #70\n\nCloses #7");
+        assert_eq!(body_with_issue("No issue.", None), "No issue.");
+    }
 }
