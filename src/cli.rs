@@ -196,9 +196,15 @@ pub struct DemoArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ToolsArgs {
-    /// Include run_shell_command, as --allow-dangerous-tools does for a run.
+    /// Include run_shell_command and every declared tool, as --allow-dangerous-tools does for a run.
     #[arg(long)]
     pub allow_dangerous_tools: bool,
+    /// Operator config whose declared [[tools]] to show.
+    #[arg(long, env = "UPKEEP_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Show this declared tool as a run with --allow-tool would offer it (repeatable).
+    #[arg(long, env = "UPKEEP_ALLOW_TOOL", value_delimiter = ',')]
+    pub allow_tool: Vec<String>,
     /// The tool specs and the reply schema as JSON.
     #[arg(long)]
     pub json: bool,

@@ -93,20 +93,49 @@ pub async fn prompt(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
 }
 
 /// Prints the tools exactly as the model sees them: the same specs the prompt and the
-/// structured-output schema are rendered from.
+/// structured-output schema are rendered from, declared command tools included. A declared tool
+/// that would not be offered is listed after them with how to offer it.
 pub fn tools(args: &ToolsArgs) -> ExitStatus {
+    let declared = match &args.config {
+        Some(path) => match crate::config::FileConfig::load(path) {
+            Ok(file) => file.tools,
+            Err(error) => return usage_error(&error, "", None),
+        },
+        None => Vec::new(),
+    };
+    let mut extra: Vec<crate::tools::registry::ExtraTool> = Vec::new();
+    for declaration in &declared {
+        match crate::tools::declared::DeclaredTool::new(declaration, "--config") {
+            Ok(tool) => {
+                let allowed = args.allow_tool.iter().any(|name| name == tool.name());
+                extra.push((Box::new(tool), allowed));
+            }
+            Err(error) => return usage_error(&error, "", None),
+        }
+    }
     let registry = ToolRegistry::new(
         &ToolSelection {
             dangerous: args.allow_dangerous_tools,
         },
-        Vec::new(),
+        extra,
     );
     let specs = registry.specs();
+    let withheld: Vec<&str> = declared
+        .iter()
+        .map(|tool| tool.name.as_str())
+        .filter(|name| !specs.iter().any(|spec| spec.name == *name))
+        .collect();
     let text = if args.json {
-        let value = serde_json::json!({"tools": specs, "reply_schema": reply_schema(&specs)});
+        let value = serde_json::json!({"tools": specs, "reply_schema": reply_schema(&specs), "not_offered": withheld});
         serde_json::to_string_pretty(&value).unwrap_or_default()
     } else {
-        specs.iter().map(describe_tool).collect::<Vec<_>>().join("\n\n")
+        let mut text = specs.iter().map(describe_tool).collect::<Vec<_>>().join("\n\n");
+        for name in withheld {
+            text.push_str(&format!(
+                "\n\n(declared but not offered: {name}; a run offers it with --allow-tool {name})"
+            ));
+        }
+        text
     };
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`upkeep tools | head`) is not an error.

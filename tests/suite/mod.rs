@@ -1,5 +1,6 @@
 mod actions;
 mod budgets;
+mod command_line;
 mod commands;
 mod core;
 mod git_http_server;
