@@ -19,12 +19,16 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     let actions = Actions::from_env();
     let mut config = match Config::from_args(args) {
         Ok(config) => config,
-        Err(error) => return usage_error(&error, &args.repo, actions.as_ref()),
+        Err(error) => {
+            finished_with_usage_error(args, &error);
+            return usage_error(&error, &args.repo, actions.as_ref());
+        }
     };
     let Some(actions) = actions else {
         return crate::orchestrator::run(config, cancel).await.status;
     };
     if let Err(error) = actions.apply_event(&mut config).await {
+        finished_with_usage_error(args, &error);
         return usage_error(&error, &args.repo, Some(&actions));
     }
     let redactor = crate::orchestrator::redactor_for(&config);
@@ -39,6 +43,31 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     };
     actions.report(&summary, &context, &redactor);
     summary.status
+}
+
+/// With `--json` (and `--trace`), a run stopped by a usage error still ends with
+/// `run_finished`, so a consumer of the events always learns how the run ended.
+fn finished_with_usage_error(args: &RunArgs, error: &ConfigError) {
+    let trace = args
+        .trace
+        .as_ref()
+        .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
+    if !args.json && trace.is_none() {
+        return;
+    }
+    let summary = RunSummary::usage_error(error);
+    let events = crate::events::EventSink::new(Redactor::from_env(), args.json, trace, crate::events::Verbosity::Quiet);
+    events.emit(
+        crate::events::Scope::default(),
+        crate::events::Event::RunFinished {
+            outcome: summary.outcome,
+            exit_code: summary.status.code(),
+            cycles: 0,
+            usage: summary.usage,
+            cost_usd: 0.0,
+            error: summary.error,
+        },
+    );
 }
 
 /// A configuration error before any work: exit 2, and in Actions the same report as a run.

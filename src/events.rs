@@ -69,6 +69,9 @@ pub enum Event {
         cycles: u32,
         usage: Usage,
         cost_usd: f64,
+        /// What went wrong, when the run failed (redacted like every event).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
 }
 
@@ -236,6 +239,7 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             usage,
             cost_usd,
             exit_code,
+            ..
         } => format!(
             "upkeep finished: {outcome} after {cycles} cycle(s); {} input + {} output tokens, ${cost_usd:.4}; exit code {exit_code}",
             usage.input_tokens, usage.output_tokens

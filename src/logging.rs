@@ -30,6 +30,8 @@ pub fn init() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        // Colours only for a person at a terminal: a log file or CI log gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .with_writer(move || RedactingStderr {
             redactor: redactor.clone(),

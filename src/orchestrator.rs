@@ -179,7 +179,20 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         Ok(events) => events,
         Err(error) => {
             eprintln!("upkeep: {}", crate::text::escape_terminal(&error.to_string()));
-            return RunSummary::usage_error(&error);
+            let summary = RunSummary::usage_error(&error);
+            // The trace cannot be opened; `--json` still hears how the run ended.
+            EventSink::new(redactor_for(&config), config.json, None, Verbosity::Quiet).emit(
+                Scope::default(),
+                Event::RunFinished {
+                    outcome: summary.outcome.clone(),
+                    exit_code: summary.status.code(),
+                    cycles: 0,
+                    usage: summary.usage,
+                    cost_usd: 0.0,
+                    error: summary.error.clone(),
+                },
+            );
+            return summary;
         }
     };
     let mut runner = Runner {
@@ -226,6 +239,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             cycles: runner.cycles,
             usage,
             cost_usd,
+            error: error.clone(),
         },
     );
     RunSummary {

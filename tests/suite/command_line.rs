@@ -67,3 +67,38 @@ fn upkeep_prompt_needs_no_key_and_names_a_local_repository_by_its_folder() {
     );
     assert!(out.stdout.contains("```task\nFix the typo\n```"), "{}", out.stdout);
 }
+
+/// A consumer of `--json` always learns how a run ended, a usage error included.
+#[test]
+fn every_json_run_ends_with_run_finished_even_on_a_usage_error() {
+    let out = Upkeep::new()
+        .args([
+            "run",
+            "--json",
+            "--repo",
+            "/nonexistent/upkeep/repo",
+            "--replay",
+            "Cargo.toml",
+        ])
+        .run();
+    out.assert_code(2);
+    let finished = out.events_of("run_finished");
+    assert_eq!(finished.len(), 1, "{}", out.stdout);
+    assert_eq!(finished[0]["outcome"], "usage_error");
+    assert_eq!(finished[0]["exit_code"], 2);
+    assert!(
+        finished[0]["error"].as_str().unwrap_or("").contains("--repo"),
+        "{}",
+        finished[0]
+    );
+    let repo = TestRepo::new();
+    let trace_dir = tempfile::tempdir().expect("tempdir");
+    let out = Upkeep::new()
+        .args(["run", "--json", "--repo"])
+        .args([repo.path()])
+        .args(["--replay", "Cargo.toml", "--trace"])
+        .args([trace_dir.path()])
+        .run();
+    out.assert_code(2);
+    assert_eq!(out.events_of("run_finished").len(), 1, "{}", out.stdout);
+}
