@@ -136,14 +136,18 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
             return ExitStatus::Failure;
         }
     };
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(
-        stderr,
-        "\n── the pull request, as the local forge recorded it in {}\n\n{result}",
+    // The result is what the demo produced: stdout, unless stdout carries JSON Lines events.
+    let report = format!(
+        "── the pull request, as the local forge recorded it in {}\n\n{result}",
         repo_dir.display()
     );
+    if args.json {
+        let _ = writeln!(std::io::stderr().lock(), "\n{report}");
+    } else {
+        let _ = writeln!(std::io::stdout().lock(), "{report}");
+    }
     let _ = writeln!(
-        stderr,
+        std::io::stderr().lock(),
         "── the base branch `main` is unchanged; the change lives on the bot branch.{}\n\nRun upkeep on your own repository with a real model:\n  OPENAI_API_KEY=... upkeep run --repo /path/to/your/repo --task \"Fix the typos in the README\"\n  upkeep run --repo /path/to/your/repo --base-url http://localhost:11434/v1 --model llama3.1   # a local OpenAI-compatible server\nSee README.md for GitHub, continuous mode and the other providers.",
         if args.dir.is_some() {
             format!("\n   Inspect it: git -C {} log --all --oneline", repo_dir.display())

@@ -469,17 +469,27 @@ fn the_demo_runs_offline_and_opens_a_local_pull_request() {
     let dir = keep.path().join("demo");
     let out = Upkeep::new().args(["demo", "--dir"]).args([&dir]).run();
     out.assert_code(0);
+    // The result on stdout, progress on stderr.
     assert!(
-        out.stderr.contains("upkeep/fix-readme-typo-and-add-a-usage-section"),
+        out.stdout
+            .starts_with("── the pull request, as the local forge recorded it in"),
         "{}",
-        out.stderr
+        out.stdout
     );
     assert!(
-        out.stderr
+        out.stdout
+            .contains("branch: upkeep/fix-readme-typo-and-add-a-usage-section"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
             .contains("+A tiny greeter. Run it and receive a friendly greeting."),
         "{}",
-        out.stderr
+        out.stdout
     );
+    assert!(!out.stderr.contains("+A tiny greeter"), "{}", out.stderr);
+    assert!(out.stderr.contains("the model is scripted"), "{}", out.stderr);
     let description = super::support::git(
         &dir,
         &[
