@@ -24,6 +24,9 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
             return usage_error(&error, &args.repo, actions.as_ref());
         }
     };
+    for warning in crate::preflight::local_warnings(&config) {
+        eprintln!("upkeep: warning: {}", crate::text::escape_terminal(&warning));
+    }
     let Some(actions) = actions else {
         return crate::orchestrator::run(config, cancel).await.status;
     };

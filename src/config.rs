@@ -198,6 +198,16 @@ impl RepoSource {
             return Self::local(path, spec);
         }
         if let Some((owner, name)) = split_owner_name(spec) {
+            // `src/proj` where `src` exists but `proj` does not is a mistyped path far more often
+            // than a GitHub repository that happens to share a local folder's name.
+            if Path::new(&owner).is_dir() {
+                return Err(ConfigError::key(
+                    "--repo",
+                    format!(
+                        "{spec:?} does not exist here, but {owner:?} does: a mistyped local path? (for the GitHub repository, run from another directory or give https://github.com/{spec})"
+                    ),
+                ));
+            }
             return Ok(RepoSource::GitHub {
                 clone_url: format!("{server}/{owner}/{name}.git"),
                 owner,
@@ -216,10 +226,18 @@ impl RepoSource {
         let canonical = path
             .canonicalize()
             .map_err(|error| ConfigError::key("--repo", format!("{spec}: {error}")))?;
-        if git2::Repository::open(&canonical).is_err() {
+        let repo = git2::Repository::open(&canonical)
+            .map_err(|_| ConfigError::key("--repo", format!("{} is not a git repository", canonical.display())))?;
+        if repo
+            .head()
+            .is_err_and(|error| error.code() == git2::ErrorCode::UnbornBranch)
+        {
             return Err(ConfigError::key(
                 "--repo",
-                format!("{} is not a git repository", canonical.display()),
+                format!(
+                    "{} has no commits yet; upkeep works from a branch, so commit something first",
+                    canonical.display()
+                ),
             ));
         }
         Ok(RepoSource::Local(canonical))
@@ -439,6 +457,30 @@ impl Config {
             ),
             (None, None) => None,
         };
+
+        if args.continuous && (args.task.is_some() || args.task_file.is_some()) {
+            return Err(ConfigError::key(
+                "--continuous",
+                "cannot be combined with --task: continuous mode picks its tasks from the task sources (labelled issues, the task file), one per cycle; run a single task without --continuous",
+            ));
+        }
+        if let (RepoSource::Local(path), None) = (&source, &args.base) {
+            let detached = git2::Repository::open(path)
+                .and_then(|repo| repo.head_detached())
+                .unwrap_or(false);
+            if detached {
+                return Err(ConfigError::key(
+                    "--base",
+                    format!(
+                        "{} has a detached HEAD, so there is no branch to target; pass --base BRANCH",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        if args.max_cycles.is_some() && !args.continuous {
+            tracing::warn!("--max-cycles has no effect without --continuous (a single run is one cycle)");
+        }
 
         let kind = match (args.provider, &args.replay) {
             (Some(kind), Some(_)) if kind != ProviderKind::Replay => {

@@ -19,6 +19,7 @@ pub mod init;
 pub mod llm;
 pub mod logging;
 pub mod orchestrator;
+pub mod preflight;
 pub mod progress;
 pub mod repo;
 pub mod secrets;

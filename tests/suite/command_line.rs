@@ -102,3 +102,75 @@ fn every_json_run_ends_with_run_finished_even_on_a_usage_error() {
     out.assert_code(2);
     assert_eq!(out.events_of("run_finished").len(), 1, "{}", out.stdout);
 }
+
+/// Mistakes a user makes on the command line are usage errors (exit 2) said before any work,
+/// with what to do instead.
+#[test]
+fn usage_mistakes_exit_2_before_any_work_and_say_what_to_do() {
+    let repo = TestRepo::new();
+    let script = super::support::Script::new(&[super::support::finish("no_tasks")]);
+    let run = |extra: &[&str]| {
+        Upkeep::new()
+            .args(["run", "--json", "--replay"])
+            .args([script.path()])
+            .args(extra)
+            .run()
+    };
+
+    let repo_arg = repo.path().to_str().expect("utf-8").to_owned();
+    let out = run(&["--repo", &repo_arg, "--continuous", "--task", "x"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--continuous"), "{}", out.stderr);
+
+    let empty = tempfile::tempdir().expect("tempdir");
+    super::support::git(empty.path(), &["init", "-q", "-b", "main"]);
+    let out = run(&["--repo", empty.path().to_str().expect("utf-8")]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("no commits yet"), "{}", out.stderr);
+
+    let detached = TestRepo::new();
+    detached.git(&["checkout", "-q", "--detach"]);
+    let out = run(&["--repo", detached.path().to_str().expect("utf-8")]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("detached HEAD") && out.stderr.contains("--base"),
+        "{}",
+        out.stderr
+    );
+
+    // `src/nope` looks like owner/name, but `src` is a folder here.
+    let out = Upkeep::new()
+        .current_dir(repo.path())
+        .args(["run", "--repo", "src/nope", "--replay"])
+        .args([script.path()])
+        .run();
+    out.assert_code(2);
+    assert!(out.stderr.contains("mistyped local path"), "{}", out.stderr);
+
+    for out in [&out] {
+        assert!(out.events_of("model_response").is_empty());
+    }
+}
+
+/// upkeep works from the committed HEAD; uncommitted work in a local repository is not seen,
+/// and it says so instead of silently ignoring it.
+#[test]
+fn uncommitted_changes_and_an_untracked_task_file_are_warned_about() {
+    let repo = TestRepo::new();
+    repo.write("README.md", "# Changed but not committed\n");
+    repo.write("TODO.md", "- [ ] something\n");
+    let script = super::support::Script::new(&[super::support::finish("no_tasks")]);
+    let out = super::support::run_local(&repo, &script, &["--max-cycles", "3"]);
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains("1 file(s) with uncommitted changes"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("TODO.md is not committed"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--max-cycles has no effect without --continuous"),
+        "{}",
+        out.stderr
+    );
+}

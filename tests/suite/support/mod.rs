@@ -188,6 +188,11 @@ impl Upkeep {
         self
     }
 
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.command.current_dir(dir);
+        self
+    }
+
     pub fn env(mut self, name: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
         self.command.env(name, value);
         self
