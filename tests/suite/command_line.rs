@@ -121,6 +121,7 @@ fn usage_mistakes_exit_2_before_any_work_and_say_what_to_do() {
     let out = run(&["--repo", &repo_arg, "--continuous", "--task", "x"]);
     out.assert_code(2);
     assert!(out.stderr.contains("--continuous"), "{}", out.stderr);
+    assert!(out.events_of("model_response").is_empty(), "no work before the error");
 
     let empty = tempfile::tempdir().expect("tempdir");
     super::support::git(empty.path(), &["init", "-q", "-b", "main"]);
@@ -147,7 +148,6 @@ fn usage_mistakes_exit_2_before_any_work_and_say_what_to_do() {
     out.assert_code(2);
     assert!(out.stderr.contains("mistyped local path"), "{}", out.stderr);
 
-    assert!(!out.stderr.contains("model_response"));
 }
 
 /// upkeep works from the committed HEAD; uncommitted work in a local repository is not seen,
