@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
 use crate::agent::prompt::{CyclePrompt, SystemPrompt, TaskSource};
 use crate::config::{Config, ConfigError, RepoSettings};
-use crate::forge::{Forge, ForgeError, OpenPullRequest};
+use crate::forge::{Forge, ForgeError, OpenPullRequest, PullRequest};
 use crate::repo::WorkTree;
 use crate::tools::declared::DeclaredTool;
 use crate::tools::registry::ExtraTool;
@@ -60,14 +60,17 @@ fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<ExtraT
     Ok(tools)
 }
 
-/// Builds the cycle's briefing. `notice` hears what a person should know (a task file that
-/// could not be read).
+/// Builds the cycle's briefing. `opened_this_run` are the pull requests earlier cycles of this
+/// run opened: they count as open even where the forge keeps none (`--dry-run`,
+/// `--forge none`), so continuous mode does not redo them. `notice` hears what a person should
+/// know (a task file that could not be read).
 pub async fn brief(
     config: &Config,
     settings: &RepoSettings,
     files: &WorkTree,
     base: &str,
     forge: &dyn Forge,
+    opened_this_run: &[PullRequest],
     notice: &dyn Fn(&str),
 ) -> Result<Briefing, BriefingError> {
     let registry = ToolRegistry::new(
@@ -86,7 +89,18 @@ pub async fn brief(
     }
     .render();
 
-    let open_pull_requests = forge.open_pull_requests(base).await?;
+    let mut open_pull_requests = forge.open_pull_requests(base).await?;
+    for pull_request in opened_this_run {
+        if !open_pull_requests.iter().any(|open| open.branch == pull_request.branch) {
+            open_pull_requests.push(OpenPullRequest {
+                number: pull_request.number,
+                branch: pull_request.branch.clone(),
+                title: pull_request.title.clone(),
+                url: pull_request.url.clone(),
+                task_key: pull_request.task_key.clone(),
+            });
+        }
+    }
     let issues = if config.task.is_none() {
         forge.task_issues(&settings.label).await?
     } else {

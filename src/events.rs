@@ -55,6 +55,8 @@ pub enum Event {
         number: Option<u64>,
         branch: String,
         title: String,
+        /// An open pull request for the branch was updated instead of a new one opened.
+        updated: bool,
     },
     Question {
         question: String,
@@ -225,7 +227,16 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             format!("{turn}✗ {tool}: {}", one_line(output, 200))
         }
         Event::ToolRejected { tool, reason } => format!("{turn}✗ {tool} rejected: {}", one_line(reason, 200)),
-        Event::PullRequest { url, title, .. } => format!("✓ pull request: {title}\n  {url}"),
+        Event::PullRequest {
+            url, title, updated, ..
+        } => {
+            let what = if *updated {
+                "pull request updated"
+            } else {
+                "pull request opened"
+            };
+            format!("✓ {what}: {title}\n  {url}")
+        }
         Event::Question { question, .. } => {
             let body: String = question.lines().map(|l| format!("│ {l}\n")).collect();
             format!(

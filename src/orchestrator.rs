@@ -287,6 +287,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         &files,
         workspace.base_branch(),
         forge.as_ref(),
+        &[],
         &|text| events.say(text),
     )
     .await
@@ -478,12 +479,15 @@ impl Runner<'_> {
 
         let files = WorkTree::open(workspace.root(), &settings.protected_paths)
             .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
-        let briefing = brief(config, &settings, &files, &base, forge, &|text| self.events.say(text))
-            .await
-            .map_err(|error| match error {
-                BriefingError::Config(error) => RunError::Usage(error),
-                BriefingError::Forge(error) => RunError::Failure(error.into()),
-            })?;
+        let task_key = config.task.as_deref().map(crate::tools::branch::task_key);
+        let briefing = brief(config, &settings, &files, &base, forge, &self.pull_requests, &|text| {
+            self.events.say(text)
+        })
+        .await
+        .map_err(|error| match error {
+            BriefingError::Config(error) => RunError::Usage(error),
+            BriefingError::Forge(error) => RunError::Failure(error.into()),
+        })?;
 
         let budget = self.budget.get_or_insert_with(|| Budget::new(config.budgets, None));
         let price = pricing::price_for(provider.model(), &settings.prices);
@@ -506,6 +510,7 @@ impl Runner<'_> {
             default_issue: briefing.default_issue,
             cycle_branch: None,
             open_pull_requests: &briefing.open_pull_requests,
+            task_key: task_key.as_deref(),
         };
         let agent = Agent {
             provider,

@@ -242,6 +242,7 @@ impl Agent<'_> {
                             number: pull_request.number,
                             branch: pull_request.branch.clone(),
                             title: pull_request.title.clone(),
+                            updated: pull_request.updated,
                         },
                     );
                     if let Some(preview) = &pull_request.preview {

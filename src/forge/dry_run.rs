@@ -40,6 +40,7 @@ impl Forge for DryRun {
             title: draft.title.clone(),
             updated: false,
             preview: Some(render_preview(draft, &diff)),
+            task_key: None,
         })
     }
 

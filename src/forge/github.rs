@@ -36,6 +36,7 @@ use super::{
 };
 use crate::config::GitHubSettings;
 use crate::text::error_chain;
+use crate::tools::branch::parse_task_marker;
 use crate::workspace::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
@@ -304,6 +305,7 @@ impl Forge for GitHubForge {
             .filter(|pull| pull.head.ref_name.starts_with(BOT_BRANCH_PREFIX) && self.is_this_repo(&pull.head))
             .map(|pull| OpenPullRequest {
                 number: Some(pull.number),
+                task_key: pull.body.as_deref().and_then(parse_task_marker),
                 branch: pull.head.ref_name,
                 title: pull.title,
                 url: pull.html_url,
@@ -373,6 +375,7 @@ impl Forge for GitHubForge {
                 title: draft.title.clone(),
                 updated: true,
                 preview: None,
+                task_key: None,
             });
         }
 
@@ -395,6 +398,7 @@ impl Forge for GitHubForge {
             title: draft.title.clone(),
             updated: false,
             preview: None,
+            task_key: None,
         })
     }
 
@@ -447,6 +451,9 @@ struct PullJson {
     html_url: String,
     #[serde(default)]
     title: String,
+    /// `null` when the pull request has no description.
+    #[serde(default)]
+    body: Option<String>,
     head: HeadJson,
     #[serde(default)]
     base: Option<BaseJson>,

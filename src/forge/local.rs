@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use git2::{BranchType, Repository};
 
 use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, body_with_issue};
+use crate::tools::branch::parse_task_marker;
 use crate::workspace::{BOT_BRANCH_PREFIX, Workspace};
 
 #[derive(Debug)]
@@ -57,6 +58,7 @@ impl LocalForge {
             let title = description.lines().next().unwrap_or(&name).to_owned();
             open.push(OpenPullRequest {
                 number: None,
+                task_key: parse_task_marker(&description),
                 url: self.url(&name),
                 branch: name,
                 title,
@@ -112,6 +114,7 @@ impl Forge for LocalForge {
             title: draft.title.clone(),
             updated: existed,
             preview: None,
+            task_key: None,
         })
     }
 

@@ -36,6 +36,9 @@ pub struct PullRequest {
     pub title: String,
     /// True when an existing pull request for the branch was updated instead of opening one.
     pub updated: bool,
+    /// The task it was opened for (see [`crate::tools::branch::task_key`]).
+    #[serde(skip)]
+    pub task_key: Option<String>,
     /// For forges that send nothing anywhere: the title, body and diff that would be sent.
     #[serde(skip)]
     pub preview: Option<String>,
@@ -48,6 +51,9 @@ pub struct OpenPullRequest {
     pub branch: String,
     pub title: String,
     pub url: String,
+    /// The task the pull request was opened for, from the marker in its body.
+    #[serde(skip)]
+    pub task_key: Option<String>,
 }
 
 /// The author of a comment that is a question upkeep itself asked; the prompt shows such a

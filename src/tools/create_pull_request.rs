@@ -6,51 +6,13 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+use super::branch::{BranchChoice, task_marker};
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
 use crate::forge::PullRequestDraft;
-use crate::workspace::{BOT_BRANCH_PREFIX, WorkspaceError};
-
-/// Longest slug kept in a branch name; long titles make unwieldy branch names.
-const MAX_SLUG_CHARS: usize = 48;
+use crate::workspace::WorkspaceError;
 
 pub struct CreatePullRequest;
-
-pub fn branch_name(issue: Option<u64>, title: &str) -> String {
-    let mut slug = slug::slugify(title);
-    if slug.len() > MAX_SLUG_CHARS {
-        slug.truncate(MAX_SLUG_CHARS);
-        slug = slug.trim_end_matches('-').to_owned();
-    }
-    if slug.is_empty() {
-        slug = "change".into();
-    }
-    match issue {
-        Some(number) => format!("{BOT_BRANCH_PREFIX}{number}-{slug}"),
-        None => format!("{BOT_BRANCH_PREFIX}{slug}"),
-    }
-}
-
-/// The branch for this call: the one already used in this cycle; else, when working an issue
-/// that has an open bot pull request, that pull request's branch (so a retitled proposal updates
-/// it rather than opening a duplicate); else a new name from the issue and title.
-fn pick_branch(
-    cycle_branch: Option<&str>,
-    issue: Option<u64>,
-    title: &str,
-    open: &[crate::forge::OpenPullRequest],
-) -> String {
-    if let Some(branch) = cycle_branch {
-        return branch.to_owned();
-    }
-    if let Some(number) = issue {
-        let prefix = format!("{BOT_BRANCH_PREFIX}{number}-");
-        if let Some(existing) = open.iter().find(|pr| pr.branch.starts_with(&prefix)) {
-            return existing.branch.clone();
-        }
-    }
-    branch_name(issue, title)
-}
 
 #[async_trait]
 impl Tool for CreatePullRequest {
@@ -74,7 +36,19 @@ impl Tool for CreatePullRequest {
             return Err(ToolError::model("title is empty"));
         }
         let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
-        let branch = pick_branch(ctx.cycle_branch, issue, &title, ctx.open_pull_requests);
+        let branch = BranchChoice {
+            cycle_branch: ctx.cycle_branch,
+            issue,
+            title: &title,
+            task_key: ctx.task_key,
+            open: ctx.open_pull_requests,
+        }
+        .pick();
+        // The task's marker goes into the body, so a later run of the same task finds its branch.
+        let body = match ctx.task_key {
+            Some(key) if issue.is_none() => format!("{}\n\n{}", body.trim_end(), task_marker(key)),
+            _ => body,
+        };
         let workspace = ctx.workspace;
 
         let on_bot_branch = workspace.current_branch().map_err(fatal)? == branch;
@@ -97,7 +71,10 @@ impl Tool for CreatePullRequest {
             issue,
         };
         match ctx.forge.publish(workspace, &draft).await {
-            Ok(pull_request) => Ok(ToolOutput::PullRequest(pull_request)),
+            Ok(mut pull_request) => {
+                pull_request.task_key = ctx.task_key.filter(|_| issue.is_none()).map(str::to_owned);
+                Ok(ToolOutput::PullRequest(pull_request))
+            }
             Err(error) if error.is_fatal() => Err(ToolError::Fatal(anyhow::Error::new(error))),
             Err(error) => Err(ToolError::model(format!(
                 "the pull request was not published: {error}. The commit is on {} in the clone; you may fix the cause and call create_pull_request again, or ask a human with ask_question",
@@ -121,39 +98,4 @@ pub fn describe(pull_request: &crate::forge::PullRequest) -> String {
         "next": "call finish with status completed and a one-line summary",
     })
     .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn branch_names_follow_the_contract() {
-        assert_eq!(
-            branch_name(Some(12), "Fix the typo in README!"),
-            "upkeep/12-fix-the-typo-in-readme"
-        );
-        assert_eq!(branch_name(None, "Add CONTRIBUTING.md"), "upkeep/add-contributing-md");
-        assert_eq!(branch_name(None, "???"), "upkeep/change");
-        assert!(branch_name(None, &"very long title ".repeat(20)).len() <= BOT_BRANCH_PREFIX.len() + MAX_SLUG_CHARS);
-    }
-
-    #[test]
-    fn an_issue_with_an_open_pull_request_keeps_its_branch() {
-        let open = vec![crate::forge::OpenPullRequest {
-            number: Some(9),
-            branch: "upkeep/12-first-title".into(),
-            title: "First title".into(),
-            url: "u".into(),
-        }];
-        assert_eq!(
-            pick_branch(None, Some(12), "Another title", &open),
-            "upkeep/12-first-title"
-        );
-        assert_eq!(
-            pick_branch(None, Some(13), "Another title", &open),
-            "upkeep/13-another-title"
-        );
-        assert_eq!(pick_branch(Some("upkeep/x"), Some(12), "t", &open), "upkeep/x");
-    }
 }

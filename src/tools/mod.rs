@@ -16,6 +16,7 @@ use crate::workspace::Workspace;
 
 pub mod args;
 pub mod ask_question;
+pub mod branch;
 pub mod create_pull_request;
 pub mod declared;
 pub mod edit_file;
@@ -102,9 +103,11 @@ pub struct ToolContext<'a> {
     /// Pull requests opened or updated earlier in this cycle, so a second
     /// `create_pull_request` updates the same branch instead of opening another.
     pub cycle_branch: Option<&'a str>,
-    /// The bot's open pull requests when the cycle started: working an issue that already has
-    /// one updates it instead of opening a second.
+    /// The bot's open pull requests when the cycle started (this run's included): working the
+    /// same issue or task updates one of them instead of opening a second.
     pub open_pull_requests: &'a [crate::forge::OpenPullRequest],
+    /// The key of the task text, when the run was given one (see [`branch::task_key`]).
+    pub task_key: Option<&'a str>,
 }
 
 #[async_trait]

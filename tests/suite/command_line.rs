@@ -147,7 +147,6 @@ fn usage_mistakes_exit_2_before_any_work_and_say_what_to_do() {
         .run();
     out.assert_code(2);
     assert!(out.stderr.contains("mistyped local path"), "{}", out.stderr);
-
 }
 
 /// upkeep works from the committed HEAD; uncommitted work in a local repository is not seen,

@@ -1,4 +1,5 @@
 mod actions;
+mod branches;
 mod budgets;
 mod command_line;
 mod commands;

@@ -1,0 +1,180 @@
+//! Which branch a pull request goes on.
+//!
+//! The branch is the pull request's identity: pushing to a branch updates whatever pull request
+//! is open for it. So a branch is reused only for the same work: within one cycle (a second
+//! `create_pull_request` updates the first), for the same issue (`upkeep/<N>-...`, whatever
+//! title the model picks this time), or for the same task text (`--task`, recognised by a
+//! hidden marker in the pull request body). Any other task whose title slugs to a taken name
+//! gets a distinct one (`-2`, `-3`...), so two tasks never overwrite each other's work.
+
+use std::fmt::Write as _;
+
+use sha2::{Digest, Sha256};
+
+use crate::forge::OpenPullRequest;
+use crate::workspace::BOT_BRANCH_PREFIX;
+
+/// Longest slug kept in a branch name; long titles make unwieldy branch names.
+const MAX_SLUG_CHARS: usize = 48;
+
+/// The key that recognises a task across runs: a digest of its text (never the text itself,
+/// which may be long or private), carried in the pull request body as [`task_marker`].
+pub fn task_key(task: &str) -> String {
+    let digest = Sha256::digest(task.trim().as_bytes());
+    let mut key = String::with_capacity(16);
+    for byte in &digest[..8] {
+        let _ = write!(key, "{byte:02x}");
+    }
+    key
+}
+
+/// The hidden line a pull request body carries for its task.
+pub fn task_marker(key: &str) -> String {
+    format!("<!-- upkeep:task {key} -->")
+}
+
+/// The task key in a pull request body, if it carries one.
+pub fn parse_task_marker(body: &str) -> Option<String> {
+    let (_, rest) = body.split_once("<!-- upkeep:task ")?;
+    let (key, _) = rest.split_once(" -->")?;
+    let valid = key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit());
+    valid.then(|| key.to_owned())
+}
+
+pub fn branch_name(issue: Option<u64>, title: &str) -> String {
+    let mut slug = slug::slugify(title);
+    if slug.len() > MAX_SLUG_CHARS {
+        slug.truncate(MAX_SLUG_CHARS);
+        slug = slug.trim_end_matches('-').to_owned();
+    }
+    if slug.is_empty() {
+        slug = "change".into();
+    }
+    match issue {
+        Some(number) => format!("{BOT_BRANCH_PREFIX}{number}-{slug}"),
+        None => format!("{BOT_BRANCH_PREFIX}{slug}"),
+    }
+}
+
+/// What decides the branch of one `create_pull_request`.
+pub struct BranchChoice<'a> {
+    /// The branch this cycle already published, if any.
+    pub cycle_branch: Option<&'a str>,
+    pub issue: Option<u64>,
+    pub title: &'a str,
+    /// The task's key, when the task text is known (`--task`).
+    pub task_key: Option<&'a str>,
+    /// The bot's open pull requests, this run's included.
+    pub open: &'a [OpenPullRequest],
+}
+
+impl BranchChoice<'_> {
+    pub fn pick(&self) -> String {
+        if let Some(branch) = self.cycle_branch {
+            return branch.to_owned();
+        }
+        if let Some(number) = self.issue {
+            let prefix = format!("{BOT_BRANCH_PREFIX}{number}-");
+            if let Some(existing) = self.open.iter().find(|pr| pr.branch.starts_with(&prefix)) {
+                return existing.branch.clone();
+            }
+        }
+        if let Some(key) = self.task_key {
+            if let Some(existing) = self.open.iter().find(|pr| pr.task_key.as_deref() == Some(key)) {
+                return existing.branch.clone();
+            }
+        }
+        let wanted = branch_name(self.issue, self.title);
+        let taken = |name: &str| self.open.iter().any(|pr| pr.branch == name);
+        if !taken(&wanted) {
+            return wanted;
+        }
+        (2..)
+            .map(|n| format!("{wanted}-{n}"))
+            .find(|name| !taken(name))
+            .unwrap_or(wanted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(branch: &str, task_key: Option<&str>) -> OpenPullRequest {
+        OpenPullRequest {
+            number: Some(9),
+            branch: branch.into(),
+            title: "t".into(),
+            url: "u".into(),
+            task_key: task_key.map(str::to_owned),
+        }
+    }
+
+    fn pick(
+        cycle: Option<&str>,
+        issue: Option<u64>,
+        title: &str,
+        key: Option<&str>,
+        open: &[OpenPullRequest],
+    ) -> String {
+        BranchChoice {
+            cycle_branch: cycle,
+            issue,
+            title,
+            task_key: key,
+            open,
+        }
+        .pick()
+    }
+
+    #[test]
+    fn branch_names_follow_the_contract() {
+        assert_eq!(
+            branch_name(Some(12), "Fix the typo in README!"),
+            "upkeep/12-fix-the-typo-in-readme"
+        );
+        assert_eq!(branch_name(None, "Add CONTRIBUTING.md"), "upkeep/add-contributing-md");
+        assert_eq!(branch_name(None, "???"), "upkeep/change");
+        assert!(branch_name(None, &"very long title ".repeat(20)).len() <= BOT_BRANCH_PREFIX.len() + MAX_SLUG_CHARS);
+    }
+
+    #[test]
+    fn the_same_issue_or_task_reuses_its_branch() {
+        let issue = [open("upkeep/12-first-title", None)];
+        assert_eq!(
+            pick(None, Some(12), "Another title", None, &issue),
+            "upkeep/12-first-title"
+        );
+        assert_eq!(
+            pick(None, Some(13), "Another title", None, &issue),
+            "upkeep/13-another-title"
+        );
+        assert_eq!(pick(Some("upkeep/x"), Some(12), "t", None, &issue), "upkeep/x");
+        let key = task_key("Fix the typos");
+        let task = [open("upkeep/fix-typos", Some(&key))];
+        assert_eq!(pick(None, None, "Typos, again", Some(&key), &task), "upkeep/fix-typos");
+    }
+
+    /// Two tasks whose titles slug alike once shared a branch, and the second overwrote the
+    /// first's pull request.
+    #[test]
+    fn different_tasks_never_share_a_branch() {
+        let taken = [open("upkeep/update-docs", None), open("upkeep/update-docs-2", None)];
+        assert_eq!(pick(None, None, "Update docs", None, &taken), "upkeep/update-docs-3");
+        let other_task = [open("upkeep/update-docs", Some(&task_key("one task")))];
+        assert_eq!(
+            pick(None, None, "Update docs", Some(&task_key("another task")), &other_task),
+            "upkeep/update-docs-2"
+        );
+    }
+
+    #[test]
+    fn task_markers_round_trip() {
+        let key = task_key("Fix the typos");
+        assert_eq!(key.len(), 16);
+        assert_eq!(key, task_key("  Fix the typos\n"));
+        let body = format!("Fixes typos.\n\n{}", task_marker(&key));
+        assert_eq!(parse_task_marker(&body), Some(key));
+        assert_eq!(parse_task_marker("<!-- upkeep:task nothex!!nothex!! -->"), None);
+    }
+}
