@@ -226,6 +226,7 @@ mod tests {
             branch: "upkeep/3-fix-typo".into(),
             title: "Fix typo".into(),
             url: "https://github.com/o/r/pull/4".into(),
+            task_key: None,
         }];
         let prompt = CyclePrompt {
             repo: "o/r",

@@ -36,7 +36,7 @@ use super::{
 };
 use crate::config::GitHubSettings;
 use crate::text::error_chain;
-use crate::tools::branch::parse_task_marker;
+use crate::tools::branch::{parse_task_marker, task_marker};
 use crate::workspace::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
@@ -357,7 +357,11 @@ impl Forge for GitHubForge {
         };
         tokio::task::block_in_place(|| workspace.push_blocking(&draft.branch, &auth))?;
 
-        let body = body_with_issue(&draft.body, draft.issue);
+        let mut body = body_with_issue(&draft.body, draft.issue);
+        if let Some(key) = &draft.task_key {
+            // Hidden in the rendered body; a later run of the same task finds the branch by it.
+            body = format!("{}\n\n{}", body.trim_end(), task_marker(key));
+        }
         if let Some(existing) = self.find_open_pull_request(&draft.branch).await? {
             let operation = format!("updating pull request #{}", existing.number);
             let mut update = json!({"title": draft.title, "body": body});

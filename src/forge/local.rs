@@ -10,8 +10,10 @@ use async_trait::async_trait;
 use git2::{BranchType, Repository};
 
 use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, body_with_issue};
-use crate::tools::branch::parse_task_marker;
 use crate::workspace::{BOT_BRANCH_PREFIX, Workspace};
+
+/// The git config key, beside the branch description, holding the task a bot branch is for.
+const TASK_KEY_CONFIG: &str = "upkeeptask";
 
 #[derive(Debug)]
 pub struct LocalForge {
@@ -58,7 +60,7 @@ impl LocalForge {
             let title = description.lines().next().unwrap_or(&name).to_owned();
             open.push(OpenPullRequest {
                 number: None,
-                task_key: parse_task_marker(&description),
+                task_key: config.get_string(&format!("branch.{name}.{TASK_KEY_CONFIG}")).ok(),
                 url: self.url(&name),
                 branch: name,
                 title,
@@ -103,7 +105,14 @@ impl Forge for LocalForge {
                 body_with_issue(&draft.body, draft.issue).trim_end()
             );
             repo.config()
-                .and_then(|mut config| config.set_str(&format!("branch.{}.description", draft.branch), &description))
+                .and_then(|mut config| {
+                    config.set_str(&format!("branch.{}.description", draft.branch), &description)?;
+                    let task = format!("branch.{}.{TASK_KEY_CONFIG}", draft.branch);
+                    match &draft.task_key {
+                        Some(key) => config.set_str(&task, key),
+                        None => config.remove(&task).or(Ok(())),
+                    }
+                })
                 .map_err(|e| ForgeError::Other(format!("recording the pull request description: {}", e.message())))?;
             Ok(existed)
         })?;

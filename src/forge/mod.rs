@@ -25,6 +25,9 @@ pub struct PullRequestDraft {
     pub title: String,
     pub body: String,
     pub issue: Option<u64>,
+    /// The task without an issue that this pull request is for (see
+    /// [`crate::tools::branch::task_key`]): the forge keeps it with the pull request.
+    pub task_key: Option<String>,
 }
 
 /// A published (or, in a dry run, previewed) pull request.

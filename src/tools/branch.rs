@@ -3,8 +3,9 @@
 //! The branch is the pull request's identity: pushing to a branch updates whatever pull request
 //! is open for it. So a branch is reused only for the same work: within one cycle (a second
 //! `create_pull_request` updates the first), for the same issue (`upkeep/<N>-...`, whatever
-//! title the model picks this time), or for the same task text (`--task`, recognised by a
-//! hidden marker in the pull request body). Any other task whose title slugs to a taken name
+//! title the model picks this time), or for the same task text (`--task`, recognised by a key
+//! the forge keeps with the pull request: a hidden marker in a GitHub body, a git config value
+//! beside a local branch's description). Any other task whose title slugs to a taken name
 //! gets a distinct one (`-2`, `-3`...), so two tasks never overwrite each other's work.
 
 use std::fmt::Write as _;
@@ -18,7 +19,7 @@ use crate::workspace::BOT_BRANCH_PREFIX;
 const MAX_SLUG_CHARS: usize = 48;
 
 /// The key that recognises a task across runs: a digest of its text (never the text itself,
-/// which may be long or private), carried in the pull request body as [`task_marker`].
+/// which may be long or private).
 pub fn task_key(task: &str) -> String {
     let digest = Sha256::digest(task.trim().as_bytes());
     let mut key = String::with_capacity(16);
@@ -28,7 +29,7 @@ pub fn task_key(task: &str) -> String {
     key
 }
 
-/// The hidden line a pull request body carries for its task.
+/// The hidden line a GitHub pull request body carries for its task.
 pub fn task_marker(key: &str) -> String {
     format!("<!-- upkeep:task {key} -->")
 }

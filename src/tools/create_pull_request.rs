@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
-use super::branch::{BranchChoice, task_marker};
+use super::branch::BranchChoice;
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
 use crate::forge::PullRequestDraft;
@@ -44,11 +44,8 @@ impl Tool for CreatePullRequest {
             open: ctx.open_pull_requests,
         }
         .pick();
-        // The task's marker goes into the body, so a later run of the same task finds its branch.
-        let body = match ctx.task_key {
-            Some(key) if issue.is_none() => format!("{}\n\n{}", body.trim_end(), task_marker(key)),
-            _ => body,
-        };
+        // An issue is its own identity; a task without one is recognised by its key.
+        let task_key = ctx.task_key.filter(|_| issue.is_none()).map(str::to_owned);
         let workspace = ctx.workspace;
 
         let on_bot_branch = workspace.current_branch().map_err(fatal)? == branch;
@@ -69,10 +66,11 @@ impl Tool for CreatePullRequest {
             title,
             body,
             issue,
+            task_key,
         };
         match ctx.forge.publish(workspace, &draft).await {
             Ok(mut pull_request) => {
-                pull_request.task_key = ctx.task_key.filter(|_| issue.is_none()).map(str::to_owned);
+                pull_request.task_key = draft.task_key.clone();
                 Ok(ToolOutput::PullRequest(pull_request))
             }
             Err(error) if error.is_fatal() => Err(ToolError::Fatal(anyhow::Error::new(error))),

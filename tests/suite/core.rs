@@ -643,5 +643,8 @@ fn a_trace_file_that_cannot_be_opened_is_a_usage_error() {
     );
     out.assert_code(2);
     assert!(out.stderr.contains("--trace"), "{}", out.stderr);
-    assert!(out.stdout.is_empty(), "no run started: {}", out.stdout);
+    let events = out.events();
+    assert_eq!(events.len(), 1, "no run started, only its end: {}", out.stdout);
+    assert_eq!(events[0]["type"], "run_finished");
+    assert_eq!(events[0]["outcome"], "usage_error");
 }
