@@ -49,9 +49,10 @@ pub fn run(args: &InitArgs) -> ExitStatus {
             }
             let _ = writeln!(
                 stdout,
-                "\nNext: add your model provider's API key as the repository secret OPENAI_API_KEY,\n\
-                 allow GitHub Actions to create pull requests (Settings > Actions > General),\n\
-                 create the `upkeep` label, and commit both files. Then label an issue `upkeep`."
+                "\nNext: add your model provider's API key as the secret OPENAI_API_KEY of the `upkeep`\n\
+                 environment (Settings > Environments; or as a repository secret), allow GitHub\n\
+                 Actions to create pull requests (Settings > Actions > General), create the `upkeep`\n\
+                 label, and commit both files. Then label an issue `upkeep`."
             );
             ExitStatus::Done
         }

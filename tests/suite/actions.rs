@@ -1,8 +1,7 @@
 //! upkeep as a GitHub Actions step: step outputs in the exact format the runner parses, the job
 //! summary, annotations, the `issues` `labeled` event selecting its issue, `upkeep init`, and
-//! the action's metadata and example workflows (actionlint lints the workflows in `.ci/run`;
-//! these tests check what actionlint does not: action.yml itself and the policy every workflow
-//! must follow).
+//! (in `actions/workflows.rs`) the action's metadata and the workflows: actionlint and zizmor
+//! check them in `.ci/run`; those tests check what neither does.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,6 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay};
+
+/// action.yml and the workflows, parsed: the rules of DESIGN.md section 8, "Workflows".
+mod workflows;
 
 /// GitHub's parser for `$GITHUB_OUTPUT` (actions/runner `FileCommandManager.cs`), rewritten:
 /// lines are split on `\n`; empty lines are skipped; a line whose first `=` comes before any
@@ -475,7 +477,7 @@ fn init_writes_the_config_and_the_workflow() {
     // What the workflow must do; actionlint (.ci/run) checks that it is a valid workflow.
     assert!(workflow.contains("  issues:\n    types: [labeled]\n"), "{workflow}");
     assert!(workflow.contains("  workflow_dispatch:\n"), "{workflow}");
-    check_workflow_policy("upkeep init's workflow", &workflow);
+    workflows::check_upkeep_workflow("upkeep init's workflow", &workflow);
 
     // The files work: upkeep reads the written .upkeep.toml without complaint.
     repo.commit("upkeep init");
@@ -534,236 +536,6 @@ fn init_refuses_to_overwrite_and_then_writes_nothing() {
     );
 
     init(&repo.path().join("no-such-dir")).assert_code(2);
-}
-
-// ---- action.yml and the workflows ----
-
-fn project_file(path: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
-        .unwrap_or_else(|e| panic!("reading {path}: {e}"))
-}
-
-/// The names declared directly under a top-level key (`inputs:`, `outputs:`), from the text:
-/// two-space-indented `name:` lines until the next top-level line.
-fn top_level_names(yaml: &str, section: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut inside = false;
-    for line in yaml.lines() {
-        if !line.starts_with(' ') && !line.starts_with('#') && !line.is_empty() {
-            inside = line == format!("{section}:");
-            continue;
-        }
-        if inside {
-            if let Some(name) = line.strip_prefix("  ").and_then(|l| l.strip_suffix(':')) {
-                if !name.starts_with(' ') {
-                    names.push(name.to_owned());
-                }
-            }
-        }
-    }
-    names
-}
-
-/// The `run: |` scripts of a YAML file, de-indented.
-fn run_scripts(yaml: &str) -> Vec<String> {
-    let lines: Vec<&str> = yaml.lines().collect();
-    let mut scripts = Vec::new();
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        i += 1;
-        let Some(indent) = line.find("run: |") else { continue };
-        let mut body = Vec::new();
-        while i < lines.len() {
-            let next = lines[i];
-            let next_indent = next.len() - next.trim_start().len();
-            if !next.trim().is_empty() && next_indent <= indent {
-                break;
-            }
-            body.push(next.get(indent + 2..).unwrap_or("").to_owned());
-            i += 1;
-        }
-        scripts.push(body.join("\n"));
-    }
-    scripts
-}
-
-#[test]
-fn action_yml_declares_every_input_and_output() {
-    // actionlint checks workflows, not action metadata, so action.yml is checked here.
-    let action = project_file("action.yml");
-    assert!(action.contains("\nruns:\n  using: composite\n"), "a composite action");
-    let inputs = top_level_names(&action, "inputs");
-    for name in [
-        "task",
-        "repo",
-        "provider",
-        "model",
-        "base-url",
-        "api-key",
-        "github-token",
-        "continuous",
-        "max-cycles",
-        "max-turns",
-        "allow-dangerous-tools",
-        "label",
-        "dry-run",
-        "version",
-        "fail-on-question",
-    ] {
-        assert!(inputs.iter().any(|i| i == name), "input {name} missing: {inputs:?}");
-    }
-    assert!(action.contains("  repo:\n    description:"), "repo input");
-    assert!(action.contains("    default: ${{ github.repository }}\n"));
-    assert!(action.contains("    default: ${{ github.token }}\n"));
-    let outputs = top_level_names(&action, "outputs");
-    for name in ["outcome", "exit-code", "pull-request-url", "question"] {
-        assert!(outputs.iter().any(|o| o == name), "output {name} missing: {outputs:?}");
-        assert!(
-            action.contains(&format!("    value: ${{{{ steps.run.outputs.{name} }}}}\n")),
-            "output {name} comes from the run step"
-        );
-    }
-    // Every option-like input reaches upkeep as UPKEEP_<OPTION>.
-    for (input, variable) in [
-        ("repo", "UPKEEP_REPO"),
-        ("task", "UPKEEP_TASK"),
-        ("provider", "UPKEEP_PROVIDER"),
-        ("model", "UPKEEP_MODEL"),
-        ("base-url", "UPKEEP_BASE_URL"),
-        ("continuous", "UPKEEP_CONTINUOUS"),
-        ("max-cycles", "UPKEEP_MAX_CYCLES"),
-        ("max-turns", "UPKEEP_MAX_TURNS"),
-        ("allow-dangerous-tools", "UPKEEP_ALLOW_DANGEROUS_TOOLS"),
-        ("label", "UPKEEP_LABEL"),
-        ("dry-run", "UPKEEP_DRY_RUN"),
-    ] {
-        assert!(
-            action.contains(&format!("        {variable}: ${{{{ inputs.{input} }}}}\n")),
-            "{input} -> {variable}"
-        );
-    }
-    for variable in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"] {
-        let line = action
-            .lines()
-            .find(|l| l.trim_start().starts_with(&format!("{variable}:")))
-            .unwrap_or_else(|| panic!("{variable} set"));
-        assert!(
-            line.contains("inputs.api-key") && line.contains("inputs.provider =="),
-            "{line}"
-        );
-    }
-    assert!(action.contains("uses: actions/cache@v4"));
-    assert!(action.contains("releases/download/$tag/upkeep-$TARGET.tar.gz"));
-    assert!(action.contains("cargo install --locked --git"));
-}
-
-#[test]
-fn no_script_interpolates_an_expression() {
-    // `${{ }}` inside `run:` is pasted into the script before it runs: script injection.
-    let mut files = vec![("action.yml".to_owned(), project_file("action.yml"))];
-    files.push(("init template".to_owned(), upkeep::init::WORKFLOW_TEMPLATE.to_owned()));
-    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows")).expect("workflows")
-    {
-        let path = entry.expect("entry").path();
-        files.push((
-            path.display().to_string(),
-            std::fs::read_to_string(&path).expect("read"),
-        ));
-    }
-    for (name, text) in &files {
-        for line in text.lines() {
-            if let Some(run) = line.trim_start().strip_prefix("run:") {
-                assert!(!run.contains("${{"), "{name}: {line}");
-            }
-        }
-        for script in run_scripts(text) {
-            assert!(!script.contains("${{"), "{name} interpolates into a script:\n{script}");
-        }
-    }
-}
-
-#[test]
-fn the_actions_scripts_are_valid_bash() {
-    let scripts = run_scripts(&project_file("action.yml"));
-    assert_eq!(scripts.len(), 3, "plan, install, run");
-    for script in scripts {
-        let output = std::process::Command::new("bash")
-            .args(["-n", "-c", &script])
-            .output()
-            .expect("bash runs");
-        assert!(
-            output.status.success(),
-            "{}\n{script}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-}
-
-/// Least privilege and one run per repository at a time, in every workflow that runs upkeep.
-fn check_workflow_policy(name: &str, workflow: &str) {
-    assert!(
-        workflow.contains("\npermissions:\n  contents: write\n  pull-requests: write\n  issues: write\n\n"),
-        "{name}: exactly contents, pull-requests and issues write:\n{workflow}"
-    );
-    assert_eq!(
-        workflow
-            .lines()
-            .filter(|l| l.trim_start().starts_with("permissions:"))
-            .count(),
-        1,
-        "{name}: no other permissions"
-    );
-    assert!(
-        workflow.contains("\nconcurrency:\n  group: upkeep-${{ github.repository }}\n  cancel-in-progress: false\n"),
-        "{name}: one run per repository:\n{workflow}"
-    );
-    assert!(
-        workflow.contains("uses: upkeep-bot/upkeep@v0"),
-        "{name}: as users copy it"
-    );
-    assert!(
-        workflow.contains("api-key: ${{ secrets."),
-        "{name}: the key from a secret"
-    );
-}
-
-#[test]
-fn the_example_workflows_use_the_action_with_least_privilege() {
-    let on_issue = project_file(".github/workflows/upkeep-on-issue.yml");
-    let nightly = project_file(".github/workflows/upkeep-nightly.yml");
-    let dispatch = project_file(".github/workflows/upkeep-dispatch.yml");
-    for (name, workflow) in [("on-issue", &on_issue), ("nightly", &nightly), ("dispatch", &dispatch)] {
-        check_workflow_policy(name, workflow);
-    }
-    assert!(on_issue.contains("  issues:\n    types: [labeled]\n"));
-    assert!(on_issue.contains("if: github.event.label.name == 'upkeep'"));
-    assert!(nightly.contains("  schedule:\n") && nightly.contains("continuous: true"));
-    assert!(dispatch.contains("  workflow_dispatch:\n    inputs:\n      task:\n"));
-    assert!(dispatch.contains("task: ${{ inputs.task }}"));
-
-    let release = project_file(".github/workflows/release.yml");
-    for target in [
-        "x86_64-unknown-linux-gnu",
-        "aarch64-unknown-linux-gnu",
-        "x86_64-apple-darwin",
-        "aarch64-apple-darwin",
-    ] {
-        assert!(
-            release.contains(&format!("target: {target}\n")),
-            "release builds {target}"
-        );
-    }
-    // The name action.yml downloads.
-    assert!(release.contains("archive=\"upkeep-$TARGET.tar.gz\""));
-    let ci = project_file(".github/workflows/ci.yml");
-    for step in [
-        "cargo fmt --check",
-        "cargo clippy --all-targets -- -D warnings",
-        "bash .ci/run",
-    ] {
-        assert!(ci.contains(step), "CI runs {step}");
-    }
 }
 
 // ---- on GitHub: the issue event end to end ----
