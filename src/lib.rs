@@ -15,6 +15,7 @@ pub mod events;
 pub mod exit;
 pub mod forge;
 pub mod git_http;
+pub mod http;
 pub mod init;
 pub mod llm;
 pub mod logging;
