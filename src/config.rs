@@ -15,8 +15,8 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::cli::{ForgeKind, ProviderKind, RunArgs};
+use crate::repo::Identity;
 use crate::tools::CommandSettings;
-use crate::workspace::Identity;
 
 /// File name of the per-repository configuration.
 pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";

@@ -35,8 +35,8 @@ use super::{
     body_with_issue,
 };
 use crate::config::GitHubSettings;
+use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 use crate::text::error_chain;
-use crate::workspace::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
 pub const QUESTION_MARKER: &str = "<!-- upkeep:question -->";
@@ -315,7 +315,7 @@ impl Forge for GitHubForge {
         let auth = GitAuth {
             token: Some(token.clone()),
         };
-        tokio::task::block_in_place(|| workspace.push_blocking(&draft.branch, &auth))?;
+        workspace.push(&draft.branch, &auth).await?;
 
         let body = body_with_issue(&draft.body, draft.issue);
         if let Some(existing) = self.find_open_pull_request(&draft.branch).await? {

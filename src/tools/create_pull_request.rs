@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
 use crate::forge::PullRequestDraft;
-use crate::workspace::{BOT_BRANCH_PREFIX, WorkspaceError};
+use crate::repo::{BOT_BRANCH_PREFIX, WorkspaceError};
 
 /// Longest slug kept in a branch name; long titles make unwieldy branch names.
 const MAX_SLUG_CHARS: usize = 48;
@@ -77,9 +77,9 @@ impl Tool for CreatePullRequest {
         let branch = pick_branch(ctx.cycle_branch, issue, &title, ctx.open_pull_requests);
         let workspace = ctx.workspace;
 
-        let on_bot_branch = workspace.current_branch().map_err(fatal)? == branch;
+        let on_bot_branch = workspace.current_branch().await.map_err(fatal)? == branch;
         let message = format!("{title}\n\n{}", crate::forge::body_with_issue(&body, issue));
-        match tokio::task::block_in_place(|| workspace.commit_all(&branch, &message, ctx.identity)) {
+        match workspace.commit(&branch, &message, ctx.identity).await {
             Ok(_) => {}
             Err(WorkspaceError::NothingToCommit) if on_bot_branch => {}
             Err(WorkspaceError::NothingToCommit) => {

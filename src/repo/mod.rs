@@ -1,0 +1,27 @@
+//! The only gate to the repository: the temporary clone, its git history and the transports
+//! that reach the remote.
+//!
+//! - [`git`]: the [`Workspace`] (clone, commit, diff, push) with its git directory outside the
+//!   work tree; `refresh.rs` (continuous mode's fresh copy in place), `checkout.rs` and
+//!   `fetch.rs` are its parts.
+//! - [`source`]: the operator's local repository that the `local` forge writes bot branches to.
+//! - [`transport`]: git over HTTP(S) with the token pinned to the operator URL's origin, and
+//!   stall and interrupt handling.
+//! - [`setup`]: libgit2 made blind to user and system git configuration, once per process.
+//! - [`cleanup`]: every temporary directory, removed on every way out.
+//! - [`stop`]: what ends git work early (interrupt, `--timeout`) and the stall timeout.
+//!
+//! `docs/git.md` describes the whole arrangement for users.
+
+mod checkout;
+pub mod cleanup;
+mod fetch;
+pub mod git;
+mod refresh;
+pub mod setup;
+pub mod source;
+pub mod stop;
+pub mod transport;
+
+pub use git::{BOT_BRANCH_PREFIX, CloneRequest, GitAuth, Identity, Workspace, WorkspaceError, patch_text};
+pub use stop::{Stop, StopReason};
