@@ -54,21 +54,29 @@ impl From<CycleError> for RunError {
     fn from(error: CycleError) -> Self {
         match error {
             CycleError::Interrupted => RunError::Interrupted,
-            // A tool's git work (the push of `create_pull_request`) cut short by the deadline.
-            CycleError::Fatal(error)
-                if error.chain().any(|cause| {
-                    matches!(cause.downcast_ref::<WorkspaceError>(), Some(WorkspaceError::TimedOut))
-                        || matches!(
-                            cause.downcast_ref::<crate::forge::ForgeError>(),
-                            Some(crate::forge::ForgeError::Workspace(WorkspaceError::TimedOut))
-                        )
-                }) =>
-            {
-                RunError::Deadline
-            }
+            // A tool's git work (the commit and push of `create_pull_request`) cut short.
+            CycleError::Fatal(error) => match stopped_git_work(&error) {
+                Some(WorkspaceError::Interrupted) => RunError::Interrupted,
+                Some(_) => RunError::Deadline,
+                None => RunError::Failure(anyhow::Error::new(CycleError::Fatal(error))),
+            },
             other => RunError::Failure(anyhow::Error::new(other)),
         }
     }
+}
+
+/// The interrupt or deadline that stopped git work somewhere in `error`'s causes, if one did.
+fn stopped_git_work(error: &anyhow::Error) -> Option<&WorkspaceError> {
+    error.chain().find_map(|cause| {
+        let git =
+            cause
+                .downcast_ref::<WorkspaceError>()
+                .or_else(|| match cause.downcast_ref::<crate::forge::ForgeError>() {
+                    Some(crate::forge::ForgeError::Workspace(git)) => Some(git),
+                    _ => None,
+                });
+        git.filter(|git| matches!(git, WorkspaceError::Interrupted | WorkspaceError::TimedOut))
+    })
 }
 
 impl From<WorkspaceError> for RunError {
