@@ -382,26 +382,47 @@ async fn wait_for_clone_dir(upkeep: &Upkeep) {
     }
 }
 
+/// Starts `upkeep run` (the proposing script) against the hub through `proxy`.
+/// The script is returned to be kept until upkeep ends.
+fn spawn_through(hub: &Hub, proxy: &GitProxy, extra: &[&str], env: &[(&str, &str)]) -> (Upkeep, Child, Script) {
+    let script = propose(&[]);
+    let mut upkeep = hub.upkeep(&proxy.url(), extra).args(["--replay"]).args([script.path()]);
+    for (name, value) in env {
+        upkeep = upkeep.env(name, value);
+    }
+    let child = upkeep.spawn();
+    (upkeep, child, script)
+}
+
+/// Waits for an interrupted upkeep: exit 130 within a few seconds, nothing left in its TMPDIR.
+async fn assert_interrupted(upkeep: &Upkeep, child: Child) -> String {
+    let (code, stderr, took) = wait_at_most(child, Duration::from_secs(20)).await;
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert_eq!(upkeep.leftover_temp_entries(), 0, "{stderr}");
+    stderr
+}
+
+/// Waits until the proxy has stalled a connection.
+async fn wait_for_stall(proxy: &GitProxy) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while proxy.stalls() == 0 {
+        assert!(Instant::now() < deadline, "git never reached the stalling server");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Fails on code whose HTTP reads cannot be interrupted: the clone stays blocked on the silent
 /// server, and the process exits (or hangs) with the partial clone on disk.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_interrupt_while_the_server_stalls_mid_clone_exits_130_and_removes_the_clone() {
     let hub = Hub::start(None).await;
     let proxy = GitProxy::start(&hub.server.url(), Behaviour::Stall("git-upload-pack"));
-    let script = propose(&[]);
-    let mut upkeep = hub.upkeep(&proxy.url(), &[]).args(["--replay"]).args([script.path()]);
-    let child = upkeep.spawn();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while proxy.stalls() == 0 {
-        assert!(Instant::now() < deadline, "the clone never reached the server");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (upkeep, child, _script) = spawn_through(&hub, &proxy, &[], &[]);
+    wait_for_stall(&proxy).await;
     assert_eq!(upkeep.leftover_temp_entries(), 1, "the partial clone is on disk");
     signal(&child);
-    let (code, stderr, took) = wait_at_most(child, Duration::from_secs(20)).await;
-    assert_eq!(code, Some(130), "{stderr}");
-    assert!(took < Duration::from_secs(5), "took {took:?}");
-    assert_eq!(upkeep.leftover_temp_entries(), 0, "{stderr}");
+    let stderr = assert_interrupted(&upkeep, child).await;
     assert!(stderr.contains("the temporary clone was removed"), "{stderr}");
 }
 
@@ -413,23 +434,14 @@ async fn a_double_interrupt_during_a_large_clone_exits_130_and_leaves_no_directo
     let origin = large_repository(400, 64 * 1024);
     let hub = Hub::serving(&origin, None).await;
     let proxy = GitProxy::start(&hub.server.url(), Behaviour::StallAfter(4 << 20));
-    let script = propose(&[]);
-    let mut upkeep = hub.upkeep(&proxy.url(), &[]).args(["--replay"]).args([script.path()]);
-    let child = upkeep.spawn();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while proxy.stalls() == 0 {
-        assert!(Instant::now() < deadline, "the pack never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (upkeep, child, _script) = spawn_through(&hub, &proxy, &[], &[]);
+    wait_for_stall(&proxy).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(upkeep.leftover_temp_entries(), 1, "the partial clone is on disk");
     signal(&child);
     tokio::time::sleep(Duration::from_millis(30)).await;
     signal(&child);
-    let (code, stderr, took) = wait_at_most(child, Duration::from_secs(20)).await;
-    assert_eq!(code, Some(130), "{stderr}");
-    assert!(took < Duration::from_secs(5), "took {took:?}");
-    assert_eq!(upkeep.leftover_temp_entries(), 0, "{stderr}");
+    assert_interrupted(&upkeep, child).await;
     assert_eq!(hub.branches(), "");
 }
 
@@ -440,16 +452,11 @@ async fn an_interrupt_during_a_large_clone_exits_130_and_removes_the_clone() {
     let hub = Hub::serving(&origin, None).await;
     // 25 MiB at 2 MiB/s: the clone is still downloading when the interrupt comes.
     let proxy = GitProxy::start(&hub.server.url(), Behaviour::Throttle(2 << 20));
-    let script = propose(&[]);
-    let mut upkeep = hub.upkeep(&proxy.url(), &[]).args(["--replay"]).args([script.path()]);
-    let child = upkeep.spawn();
+    let (upkeep, child, _script) = spawn_through(&hub, &proxy, &[], &[]);
     wait_for_clone_dir(&upkeep).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     signal(&child);
-    let (code, stderr, took) = wait_at_most(child, Duration::from_secs(20)).await;
-    assert_eq!(code, Some(130), "{stderr}");
-    assert!(took < Duration::from_secs(5), "took {took:?}");
-    assert_eq!(upkeep.leftover_temp_entries(), 0, "{stderr}");
+    let stderr = assert_interrupted(&upkeep, child).await;
     assert!(stderr.contains("the temporary clone was removed"), "{stderr}");
 }
 
@@ -459,12 +466,7 @@ async fn an_interrupt_during_a_large_clone_exits_130_and_removes_the_clone() {
 async fn timeout_during_a_stalled_push_ends_the_run_with_exit_4() {
     let hub = Hub::start(Some("tok-stall-push")).await;
     let proxy = GitProxy::start(&hub.server.url(), Behaviour::Stall("git-receive-pack"));
-    let script = propose(&[]);
-    let mut upkeep = hub
-        .upkeep(&proxy.url(), &["--timeout", "3s"])
-        .args(["--replay"])
-        .args([script.path()]);
-    let child = upkeep.spawn();
+    let (upkeep, child, _script) = spawn_through(&hub, &proxy, &["--timeout", "3s"], &[]);
     let (code, stderr, took) = wait_at_most(child, Duration::from_secs(30)).await;
     assert_eq!(code, Some(4), "{stderr}");
     assert!(proxy.stalls() >= 1, "the push reached the stalling server");
@@ -480,13 +482,7 @@ async fn timeout_during_a_stalled_push_ends_the_run_with_exit_4() {
 async fn a_stalled_fetch_fails_after_the_stall_timeout() {
     let hub = Hub::start(None).await;
     let proxy = GitProxy::start(&hub.server.url(), Behaviour::Stall("git-upload-pack"));
-    let script = propose(&[]);
-    let mut upkeep = hub
-        .upkeep(&proxy.url(), &[])
-        .env("UPKEEP_GIT_STALL_TIMEOUT", "2")
-        .args(["--replay"])
-        .args([script.path()]);
-    let child = upkeep.spawn();
+    let (upkeep, child, _script) = spawn_through(&hub, &proxy, &[], &[("UPKEEP_GIT_STALL_TIMEOUT", "2")]);
     let (code, stderr, took) = wait_at_most(child, Duration::from_secs(30)).await;
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("stalled") && stderr.contains("2 s"), "{stderr}");
