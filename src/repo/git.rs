@@ -31,8 +31,9 @@ use tokio::task::JoinHandle;
 
 use super::checkout::checkout_fresh;
 use super::cleanup::{Scope, TempRoot};
+pub use super::error::WorkspaceError;
 use super::fetch::{self, Failure, FetchSpec, credential_callbacks};
-use super::stop::{DEFAULT_STALL_TIMEOUT, Stop, StopReason};
+use super::stop::{DEFAULT_STALL_TIMEOUT, Stop};
 use super::transport::{Transfer, with_transfer};
 
 /// Prefix of every branch upkeep creates, and the only branches it force-pushes.
@@ -43,56 +44,6 @@ pub const BOT_BRANCH_PREFIX: &str = "upkeep/";
 /// (libgit2 steps that cannot be interrupted). Work left running after that keeps its clone
 /// until it ends, and the run's cleanup removes the directory in any case.
 const WIND_DOWN: Duration = Duration::from_secs(3);
-
-#[derive(Debug, thiserror::Error)]
-pub enum WorkspaceError {
-    #[error("could not create a temporary directory: {0}")]
-    TempDir(#[source] std::io::Error),
-    #[error("clone of {url} failed: {message}")]
-    Clone { url: String, message: String },
-    #[error("fetch from {url} failed: {message}")]
-    Fetch { url: String, message: String },
-    #[error("authentication failed for {url}: the server rejected the token{hint}")]
-    AuthRejected { url: String, hint: String },
-    #[error("the repository {0} has no commits yet; upkeep needs a base branch to work from")]
-    EmptyRepository(String),
-    #[error("base branch `{0}` does not exist in the repository")]
-    MissingBase(String),
-    #[error("push of {branch} was rejected by the remote: {message}")]
-    PushRejected { branch: String, message: String },
-    #[error("refusing to push `{0}`: upkeep only pushes branches under upkeep/")]
-    NotABotBranch(String),
-    #[error("nothing to commit: the working tree has no changes")]
-    NothingToCommit,
-    #[error("interrupted")]
-    Interrupted,
-    /// The run's `--timeout` passed during git work: a budget (exit 4), not a failure.
-    #[error("--timeout reached during git work")]
-    TimedOut,
-    #[error(
-        "{operation} of {url} stalled: nothing moved for {seconds} s (raise UPKEEP_GIT_STALL_TIMEOUT on a slow link)"
-    )]
-    Stalled {
-        operation: &'static str,
-        url: String,
-        seconds: u64,
-    },
-    #[error("refusing to use {path}: {reason}")]
-    UnsafeSource { path: PathBuf, reason: String },
-    #[error("git: {0}")]
-    Git(#[from] git2::Error),
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-}
-
-impl From<StopReason> for WorkspaceError {
-    fn from(reason: StopReason) -> Self {
-        match reason {
-            StopReason::Interrupted => WorkspaceError::Interrupted,
-            StopReason::Deadline => WorkspaceError::TimedOut,
-        }
-    }
-}
 
 /// Who commits. The default is an obviously-automated identity.
 #[derive(Debug, Clone, PartialEq, Eq)]

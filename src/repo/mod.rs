@@ -5,8 +5,8 @@
 //!   work tree; `refresh.rs` (continuous mode's fresh copy in place), `checkout.rs` and
 //!   `fetch.rs` are its parts.
 //! - [`source`]: the operator's local repository that the `local` forge writes bot branches to.
-//! - [`transport`]: git over HTTP(S) with the token pinned to the operator URL's origin, and
-//!   stall and interrupt handling.
+//! - [`transport`]: git over HTTP(S) with the token pinned to the operator URL's origin;
+//!   `waiting.rs` gives up its waits on an interrupt, the deadline or a stall.
 //! - [`setup`]: libgit2 made blind to user and system git configuration, once per process.
 //! - [`cleanup`]: every temporary directory, removed on every way out.
 //! - [`stop`]: what ends git work early (interrupt, `--timeout`) and the stall timeout.
@@ -15,6 +15,7 @@
 
 mod checkout;
 pub mod cleanup;
+mod error;
 mod fetch;
 pub mod git;
 mod refresh;
@@ -22,6 +23,7 @@ pub mod setup;
 pub mod source;
 pub mod stop;
 pub mod transport;
+mod waiting;
 
 pub use git::{BOT_BRANCH_PREFIX, CloneRequest, GitAuth, Identity, Workspace, WorkspaceError, patch_text};
 pub use stop::{Stop, StopReason};

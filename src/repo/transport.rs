@@ -24,19 +24,17 @@
 //! - A non-smart server (a dumb HTTP host, a login page) is a clear error, not a parse failure
 //!   deep in libgit2.
 //!
-//! The requests run on a small runtime of this module's own; libgit2's thread waits for each
-//! step on a channel, checking the stop conditions between polls. What one operation may do
+//! The requests run on a small runtime of their own; libgit2's thread waits for each step
+//! without getting stuck ([`super::waiting`]). What one operation may do
 //! (token, origin, stop, stall timeout) reaches the transport libgit2 creates through
 //! [`with_transfer`]: libgit2 creates transports on the calling thread, inside the fetch or
 //! push call, and offers no other channel to a custom transport.
 
 use std::cell::RefCell;
-use std::future::Future;
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use git2::transport::{Service, SmartSubtransport, SmartSubtransportStream, Transport};
@@ -46,6 +44,7 @@ use reqwest::{Client, RequestBuilder, Response, Url};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::stop::{DEFAULT_STALL_TIMEOUT, Stop};
+use super::waiting::{Activity, wait};
 
 /// The user agent git hosts see. Some serve the smart protocol only to agents that start with
 /// `git/`.
@@ -54,9 +53,6 @@ const USER_AGENT: &str = concat!("git/2.0 (upkeep/", env!("CARGO_PKG_VERSION"), 
 /// How long connecting may take. There is no limit on a whole request: a large clone takes as
 /// long as it takes, as long as bytes keep moving.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How often a waiting transfer checks for an interrupt, the deadline and a stall.
-const POLL: Duration = Duration::from_millis(100);
 
 /// Request bodies are handed to the connection in pieces of this size, so that a push whose
 /// upload is progressing is told apart from one the server stopped reading.
@@ -96,6 +92,14 @@ impl Transfer {
 
     pub fn stall_timeout(&self) -> Duration {
         self.stall
+    }
+
+    pub(super) fn stop(&self) -> &Stop {
+        &self.stop
+    }
+
+    pub(super) fn mark_stalled(&self) {
+        self.stalled.store(true, Ordering::Relaxed);
     }
 
     /// The token, for a request to `target`: only on the pinned origin.
@@ -149,22 +153,6 @@ pub(super) fn factory(remote: &git2::Remote<'_>) -> Result<Transport, Error> {
     Transport::smart(remote, true, HttpSubtransport::new(transfer))
 }
 
-/// The runtime the requests run on: one worker thread is plenty for waiting on sockets.
-fn runtime() -> io::Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("upkeep-git-http")
-                .enable_all()
-                .build()
-                .map_err(|error| format!("could not start the git HTTP runtime: {error}"))
-        })
-        .as_ref()
-        .map_err(|message| io::Error::other(message.clone()))
-}
-
 /// One process-wide client: its connection pool lets the requests of one operation share a
 /// connection.
 fn client() -> io::Result<Client> {
@@ -180,71 +168,6 @@ fn client() -> io::Result<Client> {
         })
         .clone()
         .map_err(io::Error::other)
-}
-
-/// When bytes last moved, for the stall timeout.
-struct Activity {
-    epoch: Instant,
-    last_millis: AtomicU64,
-}
-
-impl Activity {
-    fn new() -> Arc<Self> {
-        Arc::new(Self {
-            epoch: Instant::now(),
-            last_millis: AtomicU64::new(0),
-        })
-    }
-
-    fn touch(&self) {
-        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_millis.fetch_max(now, Ordering::Relaxed);
-    }
-
-    fn idle(&self) -> Duration {
-        let last = Duration::from_millis(self.last_millis.load(Ordering::Relaxed));
-        self.epoch.elapsed().saturating_sub(last)
-    }
-}
-
-/// Runs `future` on the transport's runtime and waits for it, giving up (and dropping the
-/// request with its connection) on an interrupt, the deadline, or when nothing moved for the
-/// stall timeout.
-fn wait<T: Send + 'static>(
-    transfer: &Transfer,
-    activity: &Activity,
-    future: impl Future<Output = T> + Send + 'static,
-) -> io::Result<T> {
-    let (sender, receiver) = sync_channel(1);
-    let task = runtime()?.spawn(async move {
-        // The receiver is gone only when the wait was abandoned.
-        let _ = sender.send(future.await);
-    });
-    activity.touch();
-    loop {
-        match receiver.recv_timeout(POLL) {
-            Ok(value) => {
-                activity.touch();
-                return Ok(value);
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(io::Error::other("the HTTP request to the git server was lost"));
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-        }
-        if transfer.stop.is_stopped() {
-            task.abort();
-            return Err(io::Error::other("git transfer stopped"));
-        }
-        if activity.idle() >= transfer.stall {
-            task.abort();
-            transfer.stalled.store(true, Ordering::Relaxed);
-            return Err(io::Error::other(format!(
-                "the git server sent nothing for {} s",
-                transfer.stall.as_secs()
-            )));
-        }
-    }
 }
 
 fn io_to_git(error: &io::Error) -> Error {
@@ -503,77 +426,5 @@ fn transfer_error(error: reqwest::Error) -> Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn current() -> Option<String> {
-        CONTEXT.with(|context| {
-            context
-                .borrow()
-                .as_ref()
-                .and_then(|transfer| transfer.token.as_ref().map(|token| token.expose_secret().to_owned()))
-        })
-    }
-
-    fn transfer(url: &str, token: &str) -> Arc<Transfer> {
-        Transfer::new(
-            url,
-            Some(SecretString::from(token.to_owned())),
-            Stop::never(),
-            DEFAULT_STALL_TIMEOUT,
-        )
-    }
-
-    #[test]
-    fn a_token_is_offered_only_during_its_operation_and_only_on_its_thread() {
-        let scoped = transfer("https://example.com/o/r.git", "tok-scoped");
-        let seen = with_transfer(&scoped, || {
-            let elsewhere = std::thread::spawn(current).join().ok().flatten();
-            (current(), elsewhere)
-        })
-        .expect("set up");
-        assert_eq!(seen, (Some("tok-scoped".to_owned()), None));
-        assert_eq!(current(), None, "forgotten afterwards");
-    }
-
-    #[test]
-    fn a_token_is_forgotten_after_a_panicking_operation_and_the_outer_one_restored() {
-        let outer = transfer("https://example.com/o/r.git", "tok-outer");
-        with_transfer(&outer, || {
-            let inner = transfer("https://example.com/o/r.git", "tok-inner");
-            let panicked = std::panic::catch_unwind(|| with_transfer(&inner, || panic!("inside")));
-            assert!(panicked.is_err());
-            assert_eq!(current(), Some("tok-outer".to_owned()));
-        })
-        .expect("set up");
-        assert_eq!(current(), None);
-    }
-
-    #[test]
-    fn the_token_goes_only_to_the_operators_origin() {
-        let pinned = transfer("https://git.example.com/o/r.git", "tok");
-        let sent = |target: &str| pinned.token_for(target).is_some();
-        assert!(sent(
-            "https://git.example.com/o/r.git/info/refs?service=git-upload-pack"
-        ));
-        assert!(sent("https://git.example.com:443/other/path"));
-        assert!(
-            !sent("http://git.example.com/o/r.git/git-upload-pack"),
-            "another scheme"
-        );
-        assert!(
-            !sent("https://git.example.com:8443/o/r.git/git-upload-pack"),
-            "another port"
-        );
-        assert!(
-            !sent("https://evil.example.com/o/r.git/git-upload-pack"),
-            "another host"
-        );
-        assert!(!sent("not a url"));
-        let local = transfer("/srv/repo.git", "tok");
-        assert!(
-            local.token_for("https://git.example.com/o/r.git").is_none(),
-            "no origin, no token"
-        );
-    }
-}
+#[path = "transport_tests.rs"]
+mod tests;
