@@ -36,11 +36,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use tokio_util::sync::CancellationToken;
 use upkeep::agent::budget::estimate_tokens;
 use upkeep::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
-use upkeep::repo::WorkTree;
-use upkeep::workspace::{CloneRequest, GitAuth, Identity, Workspace};
+use upkeep::repo::{CloneRequest, GitAuth, Identity, Stop, WorkTree, Workspace};
 
 /// Bumped whenever the generated repositories change, so stale caches are not reused.
 const GENERATOR_VERSION: u32 = 1;
@@ -442,7 +440,7 @@ fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> SizeResu
     eprintln!("[{}] refresh x{runs} (remote unchanged, remote moved)", size.name);
     let mut workspace = upkeep_clone(&url);
     assert_eq!(
-        git(workspace.root(), &["status", "--porcelain", "--ignored"]),
+        workspace_git(&workspace, &["status", "--porcelain", "--ignored"]),
         "",
         "upkeep's clone is complete: every file on disk and in the index"
     );
@@ -518,14 +516,20 @@ fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> SizeResu
 }
 
 fn upkeep_clone(url: &str) -> Workspace {
-    let request = CloneRequest {
-        url: url.to_owned(),
-        is_local: false,
-        base: None,
-        depth: 1,
-        auth: GitAuth::default(),
-    };
-    Workspace::clone_blocking(&request, &CancellationToken::new()).expect("upkeep clone over HTTP")
+    let request = CloneRequest::new(url, false);
+    Workspace::clone_blocking(&request, &Stop::never()).expect("upkeep clone over HTTP")
+}
+
+/// git on upkeep's clone, whose git directory is outside the work tree.
+fn workspace_git(workspace: &Workspace, args: &[&str]) -> String {
+    let mut full = vec![
+        "--git-dir",
+        path_str(workspace.git_dir()),
+        "--work-tree",
+        path_str(workspace.root()),
+    ];
+    full.extend_from_slice(args);
+    git(workspace.root(), &full)
 }
 
 #[derive(Default)]
@@ -542,14 +546,14 @@ fn refresh_round(workspace: &mut Workspace, git_clone: &Path, run: usize, times:
     dirty_like_a_cycle(workspace.root(), run);
     std::fs::write(workspace.scratch().join("scratch.txt"), "scratch").expect("write scratch");
     workspace
-        .commit_all(&format!("upkeep/bench-{run}"), "bench", &Identity::default())
+        .commit_blocking(&format!("upkeep/bench-{run}"), "bench", &Identity::default())
         .expect("commit on a bot branch");
     dirty_like_a_cycle(git_clone, run);
     git(git_clone, &["commit", "-q", "-a", "-m", "bench"]);
 
     let started = Instant::now();
     workspace
-        .refresh_blocking(&GitAuth::default(), &CancellationToken::new())
+        .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect("refresh");
     times.upkeep.push(started.elapsed());
 
@@ -561,7 +565,7 @@ fn refresh_round(workspace: &mut Workspace, git_clone: &Path, run: usize, times:
     git(git_clone, &["clean", "-q", "-f", "-d", "-x"]);
     times.clean.push(started.elapsed());
     assert_eq!(
-        git(workspace.root(), &["rev-parse", "HEAD"]),
+        workspace_git(workspace, &["rev-parse", "HEAD"]),
         git(git_clone, &["rev-parse", "HEAD"]),
         "both refreshed to the same tip"
     );

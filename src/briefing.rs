@@ -110,7 +110,7 @@ pub async fn brief(
     let issues: Vec<_> = issues
         .into_iter()
         .filter(|issue| {
-            let prefix = format!("{}{}-", crate::workspace::BOT_BRANCH_PREFIX, issue.number);
+            let prefix = format!("{}{}-", crate::repo::BOT_BRANCH_PREFIX, issue.number);
             !open_pull_requests.iter().any(|pr| pr.branch.starts_with(&prefix))
         })
         .collect();

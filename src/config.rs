@@ -15,8 +15,8 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::cli::{ForgeKind, ProviderKind, RunArgs};
+use crate::repo::Identity;
 use crate::tools::CommandSettings;
-use crate::workspace::Identity;
 
 /// File name of the per-repository configuration.
 pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
@@ -226,7 +226,7 @@ impl RepoSource {
         let canonical = path
             .canonicalize()
             .map_err(|error| ConfigError::key("--repo", format!("{spec}: {error}")))?;
-        let repo = git2::Repository::open(&canonical)
+        let repo = crate::repo::setup::open_repository(&canonical)
             .map_err(|_| ConfigError::key("--repo", format!("{} is not a git repository", canonical.display())))?;
         if repo
             .head()
@@ -465,7 +465,7 @@ impl Config {
             ));
         }
         if let (RepoSource::Local(path), None) = (&source, &args.base) {
-            let detached = git2::Repository::open(path)
+            let detached = crate::repo::setup::open_repository(path)
                 .and_then(|repo| repo.head_detached())
                 .unwrap_or(false);
             if detached {

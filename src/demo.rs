@@ -33,6 +33,8 @@ const SAMPLE_FILES: &[(&str, &str)] = &[
 
 /// Creates the sample repository with one commit on `main`.
 pub fn create_sample_repository(dir: &Path) -> Result<(), git2::Error> {
+    crate::repo::setup::setup()?;
+    crate::repo::setup::setup()?;
     let mut options = git2::RepositoryInitOptions::new();
     options.initial_head("main");
     let repo = git2::Repository::init_opts(dir, &options)?;
@@ -50,7 +52,8 @@ pub fn create_sample_repository(dir: &Path) -> Result<(), git2::Error> {
 
 /// The bot branches of `repo` with their descriptions and diffs against `main`.
 fn describe_result(repo_dir: &Path) -> Result<String, git2::Error> {
-    let repo = git2::Repository::open(repo_dir)?;
+    crate::repo::setup::setup()?;
+    let repo = crate::repo::setup::open_repository(repo_dir)?;
     let config = repo.config()?;
     let main_tree = repo.revparse_single("main")?.peel_to_tree()?;
     let mut text = String::new();
@@ -59,7 +62,7 @@ fn describe_result(repo_dir: &Path) -> Result<String, git2::Error> {
         let Some(name) = branch.name()?.map(str::to_owned) else {
             continue;
         };
-        if !name.starts_with(crate::workspace::BOT_BRANCH_PREFIX) {
+        if !name.starts_with(crate::repo::BOT_BRANCH_PREFIX) {
             continue;
         }
         let description = config
@@ -67,7 +70,7 @@ fn describe_result(repo_dir: &Path) -> Result<String, git2::Error> {
             .unwrap_or_default();
         let tree = branch.get().peel_to_tree()?;
         let diff = repo.diff_tree_to_tree(Some(&main_tree), Some(&tree), None)?;
-        let patch = crate::workspace::patch_text(&diff)?;
+        let patch = crate::repo::patch_text(&diff)?;
         text.push_str(&format!(
             "branch: {name}\n\ndescription (git config branch.{name}.description):\n{}\n\ndiff (git diff main {name}):\n{}\n",
             description.trim_end(),
@@ -78,7 +81,8 @@ fn describe_result(repo_dir: &Path) -> Result<String, git2::Error> {
 }
 
 pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
-    let temp = match tempfile::Builder::new().prefix("upkeep-demo-").tempdir() {
+    // Registered for cleanup, so that a second Ctrl-C removes it too.
+    let temp = match crate::repo::cleanup::TempRoot::create("upkeep-demo-", &crate::repo::cleanup::Scope::default()) {
         Ok(temp) => temp,
         Err(error) => {
             eprintln!("upkeep demo: cannot create a temporary directory: {error}");

@@ -13,10 +13,3 @@ pub const USER_AGENT: &str = concat!("upkeep/", env!("CARGO_PKG_VERSION"));
 pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().user_agent(USER_AGENT).tcp_nodelay(true)
 }
-
-/// The same, for the blocking client git's transport runs on its own threads.
-pub fn blocking_client_builder() -> reqwest::blocking::ClientBuilder {
-    reqwest::blocking::Client::builder()
-        .user_agent(USER_AGENT)
-        .tcp_nodelay(true)
-}

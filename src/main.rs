@@ -45,7 +45,11 @@ fn main() -> ExitCode {
             Command::Init(args) => upkeep::init::run(&args),
         }
     });
-    // Blocking git work that was abandoned on interrupt must not keep the process alive.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    // Git work that was left winding down must not keep the process alive, nor its clone on
+    // disk after it.
+    for (path, error) in upkeep::repo::cleanup::settle(std::time::Duration::from_secs(2)) {
+        eprintln!("upkeep: could not remove {}: {error}", path.display());
+    }
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     status.into()
 }

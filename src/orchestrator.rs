@@ -3,10 +3,15 @@
 //! A cycle is a fresh copy of the base branch plus turns until `finish`, `ask_question` or a
 //! budget. Single mode runs one cycle; continuous mode starts the next cycle on a fresh copy
 //! after `finish{completed}` (the same clone, refreshed in place to exactly what the remote
-//! has: see [`Workspace::refresh_blocking`]) and stops on `no_tasks` (exit 0), a question (3),
+//! has: see [`Workspace::refresh`]) and stops on `no_tasks` (exit 0), a question (3),
 //! a budget (4) or after `--max-cycles` (0). The orchestrator owns the workspace, the agent and
 //! the forge, and maps every way a run can end to one [`ExitStatus`], with a `run_finished`
 //! event.
+//!
+//! Git work (clone, refresh, and the commit and push inside `create_pull_request`) stops on an
+//! interrupt (exit 130) and at the `--timeout` deadline, which is a budget like the others
+//! (exit 4). Every temporary directory of the run is removed before the run reports, and an
+//! interrupted run says the clone was removed only once it is.
 
 use tokio_util::sync::CancellationToken;
 
@@ -19,10 +24,14 @@ use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::llm::{self, Provider, pricing};
-use crate::repo::WorkTree;
+use crate::repo::cleanup;
+use crate::repo::{CloneRequest, GitAuth, Stop, WorkTree, Workspace, WorkspaceError};
 use crate::secrets::Redactor;
 use crate::tools::{FinishStatus, ToolContext, sandbox};
-use crate::workspace::{CloneRequest, GitAuth, Workspace, WorkspaceError};
+
+/// How long the end of a run waits for git work that is winding down to remove its clone before
+/// removing the directory itself.
+const CLEANUP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Largest `.upkeep.toml` read.
 const MAX_REPO_CONFIG_BYTES: u64 = 256 * 1024;
@@ -34,6 +43,9 @@ enum RunError {
     Usage(#[from] ConfigError),
     #[error("interrupted")]
     Interrupted,
+    /// `--timeout` passed during git work (a budget: exit 4).
+    #[error("--timeout reached during git work")]
+    Deadline,
     #[error("{0:#}")]
     Failure(anyhow::Error),
 }
@@ -42,15 +54,36 @@ impl From<CycleError> for RunError {
     fn from(error: CycleError) -> Self {
         match error {
             CycleError::Interrupted => RunError::Interrupted,
+            // A tool's git work (the commit and push of `create_pull_request`) cut short.
+            CycleError::Fatal(error) => match stopped_git_work(&error) {
+                Some(WorkspaceError::Interrupted) => RunError::Interrupted,
+                Some(_) => RunError::Deadline,
+                None => RunError::Failure(anyhow::Error::new(CycleError::Fatal(error))),
+            },
             other => RunError::Failure(anyhow::Error::new(other)),
         }
     }
+}
+
+/// The interrupt or deadline that stopped git work somewhere in `error`'s causes, if one did.
+fn stopped_git_work(error: &anyhow::Error) -> Option<&WorkspaceError> {
+    error.chain().find_map(|cause| {
+        let git =
+            cause
+                .downcast_ref::<WorkspaceError>()
+                .or_else(|| match cause.downcast_ref::<crate::forge::ForgeError>() {
+                    Some(crate::forge::ForgeError::Workspace(git)) => Some(git),
+                    _ => None,
+                });
+        git.filter(|git| matches!(git, WorkspaceError::Interrupted | WorkspaceError::TimedOut))
+    })
 }
 
 impl From<WorkspaceError> for RunError {
     fn from(error: WorkspaceError) -> Self {
         match error {
             WorkspaceError::Interrupted => RunError::Interrupted,
+            WorkspaceError::TimedOut => RunError::Deadline,
             other => RunError::Failure(anyhow::Error::new(other)),
         }
     }
@@ -204,8 +237,20 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         pull_requests: Vec::new(),
         question: None,
         kept: None,
+        scope: cleanup::Scope::new(),
     };
     let result = runner.run().await;
+    runner.kept = None;
+    let scope = runner.scope.clone();
+    let left = tokio::task::spawn_blocking(move || scope.settle(CLEANUP_GRACE))
+        .await
+        .unwrap_or_default();
+    for (path, error) in &left {
+        events.say(&format!(
+            "upkeep: could not remove the temporary directory {}: {error}",
+            path.display()
+        ));
+    }
     let (status, outcome, error) = match &result {
         Ok(end) => (end.exit(), end.as_str(), None),
         Err(RunError::Usage(error)) => {
@@ -213,9 +258,16 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             (ExitStatus::Usage, "usage_error", Some(error.to_string()))
         }
         Err(RunError::Interrupted) => {
-            events
-                .say("upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt");
+            events.say(if left.is_empty() {
+                "upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt"
+            } else {
+                "upkeep: interrupted; nothing was pushed after the interrupt"
+            });
             (ExitStatus::Interrupted, "interrupted", Some("interrupted".to_owned()))
+        }
+        Err(RunError::Deadline) => {
+            events.say("upkeep: stopped: --timeout reached during git work");
+            (ExitStatus::Budget, "limit", None)
         }
         Err(RunError::Failure(error)) => {
             events.say(&format!("upkeep: error: {error:#}"));
@@ -262,6 +314,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         let status = match &error {
             RunError::Usage(_) => ExitStatus::Usage,
             RunError::Interrupted => ExitStatus::Interrupted,
+            RunError::Deadline => ExitStatus::Budget,
             RunError::Failure(_) => ExitStatus::Failure,
         };
         (status, error.to_string())
@@ -271,6 +324,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         config,
         events: &events,
         cancel: &cancel,
+        scope: cleanup::Scope::new(),
         cycles: 1,
         budget: None,
         pull_requests: Vec::new(),
@@ -310,12 +364,16 @@ struct Runner<'a> {
     /// Continuous mode: the clone the last cycle ended in, refreshed in place for the next one
     /// instead of cloning again. Only held between cycles; dropping it removes the directory.
     kept: Option<Workspace>,
+    /// The run's temporary directories, waited for before the run reports.
+    scope: cleanup::Scope,
 }
 
 impl Runner<'_> {
     async fn run(&mut self) -> Result<RunEnd, RunError> {
         let config = self.config;
         let provider = llm::build(&config.provider)?;
+        // Until the lead wires `--git-stall-timeout`, the variable it would read sets it.
+        crate::repo::stop::stall_timeout_from_env().map_err(ConfigError)?;
         let forge = build_forge(config)?;
         let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
         let sandbox_kind = sandbox::probe();
@@ -350,7 +408,7 @@ impl Runner<'_> {
             let end = self.cycle(cycle, provider.as_ref(), forge.as_ref()).await;
             let outcome = match &end {
                 Ok(end) => end.as_str(),
-                Err(RunError::Usage(_)) => "error",
+                Err(RunError::Deadline) => RunEnd::Limit.as_str(),
                 Err(_) => "error",
             };
             self.events.emit(
@@ -375,6 +433,11 @@ impl Runner<'_> {
         }
     }
 
+    /// What ends git work early: the interrupt and the run's `--timeout` deadline.
+    fn git_stop(&self) -> Stop {
+        Stop::new(self.cancel.clone(), self.budget.as_ref().and_then(Budget::deadline))
+    }
+
     async fn clone(&self, base: Option<String>) -> Result<Workspace, RunError> {
         let config = self.config;
         let request = CloneRequest {
@@ -385,12 +448,10 @@ impl Runner<'_> {
             auth: GitAuth {
                 token: config.github.token.clone(),
             },
+            stall_timeout: crate::repo::stop::stall_timeout_from_env().map_err(ConfigError)?,
+            scope: self.scope.clone(),
         };
-        let cancel = self.cancel.clone();
-        tokio::select! {
-            () = self.cancel.cancelled() => Err(RunError::Interrupted),
-            result = Workspace::clone_repo(request, cancel) => Ok(result?),
-        }
+        Ok(Workspace::clone_repo(request, self.git_stop()).await?)
     }
 
     /// Refreshes a kept clone in place (on a blocking thread, like a clone).
@@ -398,11 +459,7 @@ impl Runner<'_> {
         let auth = GitAuth {
             token: self.config.github.token.clone(),
         };
-        let cancel = self.cancel.clone();
-        tokio::select! {
-            () = self.cancel.cancelled() => Err(RunError::Interrupted),
-            result = workspace.refresh(auth, cancel) => Ok(result?),
-        }
+        Ok(workspace.refresh(auth, self.git_stop()).await?)
     }
 
     /// Clones (from cycle 2 of continuous mode: refreshes the kept clone), reads `.upkeep.toml`,
@@ -425,7 +482,7 @@ impl Runner<'_> {
                     }
                     // `.upkeep.toml` now names another base: start over as cycle 1 does.
                 }
-                Err(RunError::Interrupted) => return Err(RunError::Interrupted),
+                Err(error @ (RunError::Interrupted | RunError::Deadline)) => return Err(error),
                 // A refresh that fails leaves the clone in an unknown state (it is removed); a
                 // fresh clone either works or reports the real problem (network, auth, base).
                 Err(error) => tracing::warn!("could not refresh the clone in place ({error}); cloning afresh"),

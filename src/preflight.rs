@@ -14,7 +14,7 @@ pub fn local_warnings(config: &Config) -> Vec<String> {
     let RepoSource::Local(path) = &config.source else {
         return Vec::new();
     };
-    let Ok(repo) = git2::Repository::open(path) else {
+    let Ok(repo) = crate::repo::setup::open_repository(path) else {
         return Vec::new();
     };
     let mut options = git2::StatusOptions::new();

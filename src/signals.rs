@@ -1,8 +1,15 @@
 //! SIGINT and SIGTERM cancel the run's [`CancellationToken`]: every provider call, tool call
-//! and clone watches it, so the run unwinds, temporary directories are removed by their
-//! destructors, and nothing is pushed after the signal. A second signal exits at once.
+//! and git operation watches it, so the run unwinds, temporary directories are removed, and
+//! nothing is pushed after the signal. A second signal exits at once with status 130, after
+//! removing every temporary directory still on disk (git work still winding down gets a moment
+//! to end first; see [`crate::repo::cleanup`]).
+
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+
+/// How long the second interrupt waits for git work that is ending to remove its own clone.
+const SECOND_INTERRUPT_GRACE: Duration = Duration::from_secs(1);
 
 pub fn cancel_on_signal(cancel: CancellationToken) {
     tokio::spawn(async move {
@@ -15,7 +22,16 @@ pub fn cancel_on_signal(cancel: CancellationToken) {
             if signals == 1 {
                 cancel.cancel();
             } else {
-                eprintln!("upkeep: second interrupt, exiting now");
+                let left = tokio::task::spawn_blocking(|| crate::repo::cleanup::settle(SECOND_INTERRUPT_GRACE))
+                    .await
+                    .unwrap_or_default();
+                if left.is_empty() {
+                    eprintln!("upkeep: second interrupt; temporary directories removed, exiting now");
+                } else {
+                    for (path, error) in left {
+                        eprintln!("upkeep: second interrupt; could not remove {}: {error}", path.display());
+                    }
+                }
                 std::process::exit(130);
             }
         }

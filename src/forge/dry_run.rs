@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, TaskIssue, render_preview};
-use crate::workspace::Workspace;
+use crate::repo::Workspace;
 
 pub struct DryRun {
     inner: Box<dyn Forge>,
@@ -32,7 +32,7 @@ impl Forge for DryRun {
     }
 
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
-        let diff = workspace.diff_from_base()?;
+        let diff = workspace.diff_from_base().await?;
         Ok(PullRequest {
             url: format!("(dry run: not pushed) {}", draft.branch),
             number: None,

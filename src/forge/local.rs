@@ -1,72 +1,32 @@
-//! `--forge local`: the repository is a local path. The bot branch is pushed into that
+//! `--forge local`: the repository is a local path. The bot branch is written into that
 //! repository and the pull request is recorded as the branch description
 //! (`branch.<name>.description`: title, blank line, body), the convention `git request-pull`
 //! and `git format-patch --cover-letter` read. A bot branch counts as open until it is merged
-//! into the base branch.
+//! into the base branch. The git side (what is written into the source, and what is refused)
+//! is [`crate::repo::source`].
 
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use git2::{BranchType, Repository};
 
 use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, body_with_issue};
-use crate::workspace::{BOT_BRANCH_PREFIX, Workspace};
-
-/// The git config key, beside the branch description, holding the task a bot branch is for.
-const TASK_KEY_CONFIG: &str = "upkeeptask";
+use crate::repo::source::LocalSource;
+use crate::repo::{Workspace, WorkspaceError};
 
 #[derive(Debug)]
 pub struct LocalForge {
-    source: PathBuf,
+    source: LocalSource,
 }
 
 impl LocalForge {
     pub fn new(source: PathBuf) -> Self {
-        Self { source }
+        Self {
+            source: LocalSource::new(source),
+        }
     }
 
     fn url(&self, branch: &str) -> String {
-        format!("file://{}#{branch}", self.source.display())
-    }
-
-    fn list_open(&self, base: &str) -> Result<Vec<OpenPullRequest>, git2::Error> {
-        let repo = Repository::open(&self.source)?;
-        let config = repo.config()?;
-        let base_tip = repo
-            .find_branch(base, BranchType::Local)
-            .ok()
-            .and_then(|b| b.get().target());
-        let mut open = Vec::new();
-        for entry in repo.branches(Some(BranchType::Local))? {
-            let (branch, _) = entry?;
-            let Some(name) = branch
-                .name()?
-                .filter(|n| n.starts_with(BOT_BRANCH_PREFIX))
-                .map(str::to_owned)
-            else {
-                continue;
-            };
-            let Some(tip) = branch.get().target() else { continue };
-            let merged = match base_tip {
-                Some(base_tip) => tip == base_tip || repo.graph_descendant_of(base_tip, tip)?,
-                None => false,
-            };
-            if merged {
-                continue;
-            }
-            let description = config
-                .get_string(&format!("branch.{name}.description"))
-                .unwrap_or_default();
-            let title = description.lines().next().unwrap_or(&name).to_owned();
-            open.push(OpenPullRequest {
-                number: None,
-                task_key: config.get_string(&format!("branch.{name}.{TASK_KEY_CONFIG}")).ok(),
-                url: self.url(&name),
-                branch: name,
-                title,
-            });
-        }
-        Ok(open)
+        format!("file://{}#{branch}", self.source.path().display())
     }
 }
 
@@ -77,45 +37,45 @@ impl Forge for LocalForge {
     }
 
     async fn open_pull_requests(&self, base: &str) -> Result<Vec<OpenPullRequest>, ForgeError> {
-        tokio::task::block_in_place(|| self.list_open(base)).map_err(|e| {
-            ForgeError::Other(format!(
-                "listing bot branches in {}: {}",
-                self.source.display(),
-                e.message()
-            ))
-        })
+        let branches = self.source.open_bot_branches(base).await.map_err(|error| match error {
+            WorkspaceError::UnsafeSource { .. } => ForgeError::Workspace(error),
+            other => ForgeError::Other(format!(
+                "listing bot branches in {}: {other}",
+                self.source.path().display()
+            )),
+        })?;
+        Ok(branches
+            .into_iter()
+            .map(|branch| OpenPullRequest {
+                number: None,
+                task_key: branch.task_key,
+                url: self.url(&branch.name),
+                branch: branch.name,
+                title: branch.title,
+            })
+            .collect())
     }
 
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
-        let existed = tokio::task::block_in_place(|| -> Result<bool, ForgeError> {
-            let repo = Repository::open(&self.source)
-                .map_err(|e| ForgeError::Other(format!("opening {}: {}", self.source.display(), e.message())))?;
-            let existed = repo.find_branch(&draft.branch, BranchType::Local).is_ok();
-            transfer_branch(&repo, workspace, &draft.branch).map_err(|e| {
-                ForgeError::Other(format!(
-                    "pushing {} into {}: {}",
+        let description = format!(
+            "{}\n\n{}\n",
+            draft.title.trim(),
+            body_with_issue(&draft.body, draft.issue).trim_end()
+        );
+        let existed = self
+            .source
+            .publish(workspace, &draft.branch, &description, draft.task_key.as_deref())
+            .await
+            .map_err(|error| match error {
+                WorkspaceError::Interrupted | WorkspaceError::TimedOut | WorkspaceError::UnsafeSource { .. } => {
+                    ForgeError::Workspace(error)
+                }
+                other => ForgeError::Other(format!(
+                    "pushing {} into {}: {other}",
                     draft.branch,
-                    self.source.display(),
-                    e.message()
-                ))
+                    self.source.path().display()
+                )),
             })?;
-            let description = format!(
-                "{}\n\n{}\n",
-                draft.title.trim(),
-                body_with_issue(&draft.body, draft.issue).trim_end()
-            );
-            repo.config()
-                .and_then(|mut config| {
-                    config.set_str(&format!("branch.{}.description", draft.branch), &description)?;
-                    let task = format!("branch.{}.{TASK_KEY_CONFIG}", draft.branch);
-                    match &draft.task_key {
-                        Some(key) => config.set_str(&task, key),
-                        None => config.remove(&task).or(Ok(())),
-                    }
-                })
-                .map_err(|e| ForgeError::Other(format!("recording the pull request description: {}", e.message())))?;
-            Ok(existed)
-        })?;
         Ok(PullRequest {
             url: self.url(&draft.branch),
             number: None,
@@ -131,33 +91,4 @@ impl Forge for LocalForge {
         // A local repository has nowhere to post; the question is shown on stderr and in events.
         Ok(None)
     }
-}
-
-/// Brings the bot branch from the clone into the source repository. libgit2 cannot push into a
-/// non-bare repository, so the source fetches from the clone instead: the same ref update,
-/// refused when the branch is checked out there (updating it would desynchronise that work tree).
-fn transfer_branch(source: &Repository, workspace: &Workspace, branch: &str) -> Result<(), git2::Error> {
-    let refname = format!("refs/heads/{branch}");
-    if !branch.starts_with(BOT_BRANCH_PREFIX) {
-        return Err(git2::Error::from_str("only branches under upkeep/ are pushed"));
-    }
-    if source
-        .head()
-        .ok()
-        .and_then(|head| head.name().ok().map(str::to_owned))
-        .as_deref()
-        == Some(refname.as_str())
-    {
-        return Err(git2::Error::from_str(
-            "the branch is checked out in the repository; check out another branch first",
-        ));
-    }
-    let url = workspace
-        .root()
-        .to_str()
-        .ok_or_else(|| git2::Error::from_str("clone path is not UTF-8"))?;
-    // Not HTTP, but registering upkeep's HTTP transport must not race a transport's creation.
-    crate::git_http::install()?;
-    let mut remote = source.remote_anonymous(url)?;
-    remote.fetch(&[format!("+{refname}:{refname}")], None, None)
 }

@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::workspace::{Workspace, WorkspaceError};
+use crate::repo::{Workspace, WorkspaceError};
 
 pub mod dry_run;
 pub mod github;
@@ -109,7 +109,12 @@ impl ForgeError {
             self,
             ForgeError::Auth(_)
                 | ForgeError::Refused(_)
-                | ForgeError::Workspace(WorkspaceError::AuthRejected { .. } | WorkspaceError::Interrupted)
+                | ForgeError::Workspace(
+                    WorkspaceError::AuthRejected { .. }
+                        | WorkspaceError::Interrupted
+                        | WorkspaceError::TimedOut
+                        | WorkspaceError::UnsafeSource { .. }
+                )
         )
     }
 }

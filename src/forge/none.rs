@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, render_preview};
-use crate::workspace::Workspace;
+use crate::repo::Workspace;
 
 #[derive(Debug, Default)]
 pub struct NoForge;
@@ -20,7 +20,7 @@ impl Forge for NoForge {
     }
 
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
-        let diff = workspace.diff_from_base()?;
+        let diff = workspace.diff_from_base().await?;
         Ok(PullRequest {
             url: format!("(kept in the clone: --forge none) {}", draft.branch),
             number: None,

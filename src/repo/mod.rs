@@ -1,6 +1,34 @@
-//! The only gate to the repository: the work tree as a directory capability (`fs`, `walk`).
+//! The only gate to the repository: its files, the temporary clone, its git history and the
+//! transports that reach the remote.
+//!
+//! - [`fs`] and [`walk`]: the work tree as a directory capability; every read, write and
+//!   listing of repository files goes through them.
+//! - [`git`]: the [`Workspace`] (clone, commit, diff, push) with its git directory outside the
+//!   work tree; `refresh.rs` (continuous mode's fresh copy in place), `checkout.rs` and
+//!   `fetch.rs` are its parts.
+//! - [`source`]: the operator's local repository that the `local` forge writes bot branches to.
+//! - [`transport`]: git over HTTP(S) with the token pinned to the operator URL's origin;
+//!   `waiting.rs` gives up its waits on an interrupt, the deadline or a stall.
+//! - [`setup`]: libgit2 made blind to user and system git configuration, once per process.
+//! - [`cleanup`]: every temporary directory, removed on every way out.
+//! - [`stop`]: what ends git work early (interrupt, `--timeout`) and the stall timeout.
+//!
+//! `docs/git.md` describes the git side for users, `docs/safety.md` the whole boundary.
 
+mod checkout;
+pub mod cleanup;
+mod error;
+mod fetch;
 pub mod fs;
+pub mod git;
+mod refresh;
+pub mod setup;
+pub mod source;
+pub mod stop;
+pub mod transport;
+mod waiting;
 pub mod walk;
 
 pub use fs::{EntryKind, GateError, RepoPath, WorkTree, Written};
+pub use git::{BOT_BRANCH_PREFIX, CloneRequest, GitAuth, Identity, Workspace, WorkspaceError, patch_text};
+pub use stop::{Stop, StopReason};

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use sha2::{Digest, Sha256};
 
 use crate::forge::OpenPullRequest;
-use crate::workspace::BOT_BRANCH_PREFIX;
+use crate::repo::BOT_BRANCH_PREFIX;
 
 /// Longest slug kept in a branch name; long titles make unwieldy branch names.
 const MAX_SLUG_CHARS: usize = 48;

@@ -10,7 +10,7 @@ use super::branch::BranchChoice;
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
 use crate::forge::PullRequestDraft;
-use crate::workspace::WorkspaceError;
+use crate::repo::WorkspaceError;
 
 pub struct CreatePullRequest;
 
@@ -48,9 +48,9 @@ impl Tool for CreatePullRequest {
         let task_key = ctx.task_key.filter(|_| issue.is_none()).map(str::to_owned);
         let workspace = ctx.workspace;
 
-        let on_bot_branch = workspace.current_branch().map_err(fatal)? == branch;
+        let on_bot_branch = workspace.current_branch().await.map_err(fatal)? == branch;
         let message = format!("{title}\n\n{}", crate::forge::body_with_issue(&body, issue));
-        match tokio::task::block_in_place(|| workspace.commit_all(&branch, &message, ctx.identity)) {
+        match workspace.commit(&branch, &message, ctx.identity).await {
             Ok(_) => {}
             Err(WorkspaceError::NothingToCommit) if on_bot_branch => {}
             Err(WorkspaceError::NothingToCommit) => {

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::forge::{Forge, PullRequest};
-use crate::workspace::Workspace;
+use crate::repo::Workspace;
 
 pub mod args;
 pub mod ask_question;
@@ -97,7 +97,7 @@ pub struct ToolContext<'a> {
     pub commands: &'a CommandSettings,
     pub redactor: &'a crate::secrets::Redactor,
     pub cancel: &'a CancellationToken,
-    pub identity: &'a crate::workspace::Identity,
+    pub identity: &'a crate::repo::Identity,
     /// The issue the run was started for, used when a call gives no `issue` argument.
     pub default_issue: Option<u64>,
     /// Pull requests opened or updated earlier in this cycle, so a second

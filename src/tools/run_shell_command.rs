@@ -25,6 +25,9 @@ pub fn command_spec(
     // the clone and removed with it.
     env.retain(|(name, _)| name != "TMPDIR");
     env.push(("TMPDIR".into(), ctx.workspace.scratch().display().to_string()));
+    // History stays readable (`git log`, `git diff`) although the git directory is outside the
+    // work tree, and read-only to the command.
+    env.extend(ctx.workspace.git_env());
     env.extend(extra_env.iter().cloned());
     let sandbox = (probe() == SandboxKind::Landlock).then(|| SandboxPolicy {
         writable: vec![ctx.workspace.root().to_owned(), ctx.workspace.scratch().to_owned()],

@@ -213,6 +213,9 @@ fn operator_env_passes_named_variables_only() {
                 "TERM",
                 "TZ",
                 "TMPDIR",
+                // Where history is: the git directory is outside the work tree (docs/git.md).
+                "GIT_DIR",
+                "GIT_WORK_TREE",
                 "UPKEEP_TEST_PASSED",
                 "PWD",
                 "SHLVL",

@@ -1,4 +1,4 @@
-//! upkeep's own smart-HTTP transport for libgit2 (src/git_http.rs), against a real
+//! upkeep's own smart-HTTP transport for libgit2 (src/repo/transport.rs), against a real
 //! `git http-backend` on loopback and, for what a git host may answer besides git, wiremock:
 //! tokens, pushes of more than a few bytes, redirects of a moved repository, a missing
 //! repository and a server that does not speak the smart protocol.
@@ -6,8 +6,7 @@
 use std::path::PathBuf;
 
 use secrecy::SecretString;
-use tokio_util::sync::CancellationToken;
-use upkeep::workspace::{CloneRequest, GitAuth, Identity, Workspace, WorkspaceError};
+use upkeep::repo::{CloneRequest, GitAuth, Identity, Stop, Workspace, WorkspaceError};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -25,18 +24,16 @@ fn served_repository() -> (tempfile::TempDir, PathBuf, TestRepo) {
 
 fn request(url: String, token: Option<&str>) -> CloneRequest {
     CloneRequest {
-        url,
-        is_local: false,
         base: Some("main".into()),
-        depth: 1,
         auth: GitAuth {
             token: token.map(|token| SecretString::from(token.to_owned())),
         },
+        ..CloneRequest::new(url, false)
     }
 }
 
 fn clone(request: &CloneRequest) -> Result<Workspace, WorkspaceError> {
-    Workspace::clone_blocking(request, &CancellationToken::new())
+    Workspace::clone_blocking(request, &Stop::never())
 }
 
 #[test]
@@ -46,7 +43,14 @@ fn a_private_repository_clones_and_pushes_with_the_token_as_basic_credentials() 
     let server = GitHttpServer::start(served.path(), Some(token));
     let auth = request(format!("{}/o/r.git", server.url()), Some(token));
     let workspace = clone(&auth).expect("clone with the token");
-    assert_eq!(git(workspace.root(), &["rev-parse", "--is-shallow-repository"]), "true");
+    let git_dir = workspace.git_dir().to_str().expect("utf-8");
+    assert_eq!(
+        git(
+            workspace.root(),
+            &["--git-dir", git_dir, "rev-parse", "--is-shallow-repository"]
+        ),
+        "true"
+    );
 
     // More than a socket buffer's worth, so the push body is written in many pieces.
     let mut noise = Vec::with_capacity(3 << 20);
@@ -59,7 +63,7 @@ fn a_private_repository_clones_and_pushes_with_the_token_as_basic_credentials() 
     }
     std::fs::write(workspace.root().join("blob.bin"), &noise).expect("write");
     let commit = workspace
-        .commit_all("upkeep/big", "Add a big file", &Identity::default())
+        .commit_blocking("upkeep/big", "Add a big file", &Identity::default())
         .expect("commit");
     workspace.push_blocking("upkeep/big", &auth.auth).expect("push");
     assert_eq!(git(&bare, &["rev-parse", "refs/heads/upkeep/big"]), commit.to_string());
@@ -76,7 +80,7 @@ fn a_private_repository_clones_and_pushes_with_the_token_as_basic_credentials() 
         requests.iter().all(|r| r.authorization.as_deref() == Some(expected)),
         "{requests:#?}"
     );
-    let config = std::fs::read_to_string(workspace.root().join(".git/config")).expect("config");
+    let config = std::fs::read_to_string(workspace.git_dir().join("config")).expect("config");
     assert!(!config.contains(token), "{config}");
 }
 
@@ -123,12 +127,9 @@ async fn a_server_that_does_not_speak_smart_http_is_a_clear_error() {
         )
         .mount(&host)
         .await;
-    let error = Workspace::clone_repo(
-        request(format!("{}/o/r.git", host.uri()), None),
-        CancellationToken::new(),
-    )
-    .await
-    .expect_err("not a git server");
+    let error = Workspace::clone_repo(request(format!("{}/o/r.git", host.uri()), None), Stop::never())
+        .await
+        .expect_err("not a git server");
     let message = error.to_string();
     assert!(
         message.contains("not a smart-HTTP git server") && message.contains("text/html"),
@@ -155,12 +156,13 @@ async fn a_moved_repository_is_fetched_from_where_it_moved() {
         .await;
     let workspace = Workspace::clone_repo(
         request(format!("{}/o/old-name.git", old_host.uri()), Some("tok-stays-home")),
-        CancellationToken::new(),
+        Stop::never(),
     )
     .await
     .expect("clone through the redirect");
+    let git_dir = workspace.git_dir().to_str().expect("utf-8");
     assert_eq!(
-        git(workspace.root(), &["rev-parse", "HEAD"]),
+        git(workspace.root(), &["--git-dir", git_dir, "rev-parse", "HEAD"]),
         origin.git(&["rev-parse", "main"])
     );
     assert!(

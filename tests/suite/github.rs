@@ -284,7 +284,7 @@ async fn the_token_never_reaches_the_clone_config_events_trace_or_stderr() {
     let script = Script::new(&[
         reply(
             "look at the git config",
-            &[("run_shell_command", json!({"command": "cat .git/config"}))],
+            &[("run_shell_command", json!({"command": "cat \"$GIT_DIR/config\""}))],
         ),
         write_and_propose("NOTES.md", "notes\n", "Add notes", None),
     ]);
@@ -304,7 +304,9 @@ async fn the_token_never_reaches_the_clone_config_events_trace_or_stderr() {
 
     let config = result_of(&out, "run_shell_command");
     let config = config["output"].as_str().unwrap_or("");
-    assert!(config.contains("[remote \"origin\"]"), "the config was read: {config}");
+    assert!(config.contains("[core]"), "the config was read: {config}");
+    // Fetches and pushes use the operator's URL directly: no remote is configured at all.
+    assert!(!config.contains("[remote") && !config.contains("url"), "{config}");
     assert!(!config.contains(&hub.token), "{config}");
     // Redaction would hide a leak; its absence proves there was nothing to hide.
     assert!(!config.contains("[REDACTED]"), "{config}");

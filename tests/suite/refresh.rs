@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
-use upkeep::workspace::{CloneRequest, GitAuth, Identity, Workspace, WorkspaceError};
+use upkeep::repo::{CloneRequest, GitAuth, Identity, Stop, Workspace, WorkspaceError};
 
 use serde_json::json;
 
@@ -15,26 +15,28 @@ use super::support::git_http::GitHttpServer;
 use super::support::{Script, TestRepo, bare_copy, git, reply, run_local};
 
 fn clone_local(origin: &TestRepo) -> Workspace {
-    let request = CloneRequest {
-        url: origin.path().display().to_string(),
-        is_local: true,
-        base: None,
-        depth: 1,
-        auth: GitAuth::default(),
-    };
-    Workspace::clone_blocking(&request, &CancellationToken::new()).expect("clone")
+    let request = CloneRequest::new(origin.path().display().to_string(), true);
+    Workspace::clone_blocking(&request, &Stop::never()).expect("clone")
 }
 
-/// Every file, symlink and directory under `root`, relative, except the top-level `.git`.
+/// git on the workspace's history, as a command sees it: the git directory is not in the work
+/// tree, so it is named explicitly.
+fn wgit(workspace: &Workspace, args: &[&str]) -> String {
+    let git_dir = workspace.git_dir().to_str().expect("utf-8 path");
+    let work_tree = workspace.root().to_str().expect("utf-8 path");
+    let mut full = vec!["--git-dir", git_dir, "--work-tree", work_tree];
+    full.extend_from_slice(args);
+    git(workspace.root(), &full)
+}
+
+/// Every file, symlink and directory under `root`, relative. There is no `.git` in a work tree.
 fn on_disk(root: &Path) -> (BTreeSet<String>, BTreeSet<String>) {
     fn walk(root: &Path, dir: &Path, files: &mut BTreeSet<String>, dirs: &mut BTreeSet<String>) {
         for entry in std::fs::read_dir(dir).expect("read_dir") {
             let entry = entry.expect("entry");
             let path = entry.path();
             let relative = path.strip_prefix(root).expect("inside").to_string_lossy().into_owned();
-            if relative == ".git" {
-                continue;
-            }
+            assert_ne!(relative, ".git", "the work tree has no .git entry");
             let kind = entry.file_type().expect("file type");
             if kind.is_dir() {
                 dirs.insert(relative);
@@ -76,21 +78,21 @@ fn assert_exactly(workspace: &Workspace, origin: &Path, tip: &str) {
             "directory {dir} holds no tracked file: a leftover"
         );
     }
-    assert_eq!(git(root, &["rev-parse", "HEAD"]), tip, "HEAD at the new tip");
+    assert_eq!(wgit(workspace, &["rev-parse", "HEAD"]), tip, "HEAD at the new tip");
     assert_eq!(
-        git(root, &["symbolic-ref", "HEAD"]),
+        wgit(workspace, &["symbolic-ref", "HEAD"]),
         "refs/heads/main",
         "HEAD on the base branch"
     );
-    assert_eq!(workspace.current_branch().expect("branch"), "main");
+    assert_eq!(workspace.current_branch_blocking().expect("branch"), "main");
     assert_eq!(workspace.base_commit().to_string(), tip, "base commit reset");
     assert_eq!(
-        git(root, &["for-each-ref", "--format=%(refname)", "refs/heads/"]),
+        wgit(workspace, &["for-each-ref", "--format=%(refname)", "refs/heads/"]),
         "refs/heads/main"
     );
     assert_eq!(
-        git(
-            root,
+        wgit(
+            workspace,
             &[
                 "for-each-ref",
                 "--format=%(refname)",
@@ -101,17 +103,20 @@ fn assert_exactly(workspace: &Workspace, origin: &Path, tip: &str) {
         ""
     );
     assert_eq!(
-        git(root, &["status", "--porcelain", "--ignored", "--untracked-files=all"]),
+        wgit(
+            workspace,
+            &["status", "--porcelain", "--ignored", "--untracked-files=all"]
+        ),
         "",
         "clean status"
     );
-    assert!(!workspace.has_changes().expect("status"));
+    assert!(!workspace.has_changes_blocking().expect("status"));
     assert_eq!(
         std::fs::read_dir(workspace.scratch()).expect("scratch").count(),
         0,
         "scratch emptied"
     );
-    assert!(workspace.diff_from_base().expect("diff").is_empty());
+    assert!(workspace.diff_from_base_blocking().expect("diff").is_empty());
 }
 
 /// Everything a cycle can leave behind: edits, deletions, untracked and ignored files and folders,
@@ -128,7 +133,7 @@ fn dirty(workspace: &Workspace) {
     write("bot/new.rs", "committed on the bot branch\n");
     std::fs::remove_file(root.join("src/old.rs")).expect("delete a tracked file");
     workspace
-        .commit_all("upkeep/cycle-one", "cycle one", &Identity::default())
+        .commit_blocking("upkeep/cycle-one", "cycle one", &Identity::default())
         .expect("commit on the bot branch");
     write("src/lib.rs", "modified after the commit\n");
     write("notes.txt", "untracked\n");
@@ -143,11 +148,11 @@ fn dirty(workspace: &Workspace) {
     git(&root.join("vendored"), &["init", "-q"]);
     write("vendored/file.txt", "inside a nested repository\n");
     write("docs/stash-me.md", "x\n");
-    git(root, &["add", "docs/stash-me.md"]);
-    git(root, &["stash", "-q"]);
+    wgit(workspace, &["add", "docs/stash-me.md"]);
+    wgit(workspace, &["stash", "-q"]);
     std::fs::write(workspace.scratch().join("tmpfile"), "scratch").expect("scratch file");
     std::fs::create_dir_all(workspace.scratch().join("cache/x")).expect("scratch folder");
-    assert!(workspace.has_changes().expect("status"));
+    assert!(workspace.has_changes_blocking().expect("status"));
 }
 
 /// A repository with a `.gitignore`, and a tracked file inside an ignored folder (force-added),
@@ -182,22 +187,22 @@ fn refresh_leaves_exactly_the_remotes_new_tip_and_nothing_else() {
     assert_ne!(tip, first_base.to_string());
 
     workspace
-        .refresh_blocking(&GitAuth::default(), &CancellationToken::new())
+        .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect("refresh");
     assert_exactly(&workspace, origin.path(), &tip);
 
     // The remote did not move: nothing to download, and the clone is cleaned all the same.
     dirty(&workspace);
     workspace
-        .refresh_blocking(&GitAuth::default(), &CancellationToken::new())
+        .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect("refresh again");
     assert_exactly(&workspace, origin.path(), &tip);
     // A second cycle in the same workspace behaves like the first: it can commit and diff.
     std::fs::write(workspace.root().join("two.txt"), "2\n").expect("write");
     workspace
-        .commit_all("upkeep/cycle-two", "cycle two", &Identity::default())
+        .commit_blocking("upkeep/cycle-two", "cycle two", &Identity::default())
         .expect("commit");
-    let diff = workspace.diff_from_base().expect("diff");
+    let diff = workspace.diff_from_base_blocking().expect("diff");
     assert!(diff.contains("+2") && !diff.contains("bot/new.rs"), "{diff}");
 }
 
@@ -208,15 +213,9 @@ fn refresh_over_http_stays_shallow_and_matches_the_pushed_tip() {
     let bare = served.path().join("o/r.git");
     bare_copy(&origin, &bare);
     let server = GitHttpServer::start(served.path(), None);
-    let request = CloneRequest {
-        url: format!("{}/o/r.git", server.url()),
-        is_local: false,
-        base: None,
-        depth: 1,
-        auth: GitAuth::default(),
-    };
-    let mut workspace = Workspace::clone_blocking(&request, &CancellationToken::new()).expect("clone");
-    assert_eq!(git(workspace.root(), &["rev-parse", "--is-shallow-repository"]), "true");
+    let request = CloneRequest::new(format!("{}/o/r.git", server.url()), false);
+    let mut workspace = Workspace::clone_blocking(&request, &Stop::never()).expect("clone");
+    assert_eq!(wgit(&workspace, &["rev-parse", "--is-shallow-repository"]), "true");
     dirty(&workspace);
 
     for n in 0..3 {
@@ -227,16 +226,16 @@ fn refresh_over_http_stays_shallow_and_matches_the_pushed_tip() {
     let tip = origin.git(&["rev-parse", "main"]);
 
     workspace
-        .refresh_blocking(&GitAuth::default(), &CancellationToken::new())
+        .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect("refresh");
     assert_exactly(&workspace, &bare, &tip);
     assert_eq!(
-        git(workspace.root(), &["rev-parse", "--is-shallow-repository"]),
+        wgit(&workspace, &["rev-parse", "--is-shallow-repository"]),
         "true",
         "still shallow"
     );
     assert_eq!(
-        git(workspace.root(), &["rev-parse", "refs/remotes/origin/main"]),
+        wgit(&workspace, &["rev-parse", "refs/remotes/origin/main"]),
         tip,
         "remote-tracking branch updated"
     );
@@ -245,7 +244,7 @@ fn refresh_over_http_stays_shallow_and_matches_the_pushed_tip() {
     let before = server.requests().len();
     dirty(&workspace);
     workspace
-        .refresh_blocking(&GitAuth::default(), &CancellationToken::new())
+        .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect("refresh");
     assert_exactly(&workspace, &bare, &tip);
     let methods: Vec<String> = server.requests()[before..].iter().map(|r| r.method.clone()).collect();
@@ -257,16 +256,13 @@ fn a_base_branch_deleted_on_the_remote_is_an_error_not_a_stale_tip() {
     let origin = origin_repo();
     origin.git(&["branch", "develop"]);
     let request = CloneRequest {
-        url: origin.path().display().to_string(),
-        is_local: true,
         base: Some("develop".into()),
-        depth: 1,
-        auth: GitAuth::default(),
+        ..CloneRequest::new(origin.path().display().to_string(), true)
     };
-    let mut workspace = Workspace::clone_blocking(&request, &CancellationToken::new()).expect("clone");
+    let mut workspace = Workspace::clone_blocking(&request, &Stop::never()).expect("clone");
     origin.git(&["branch", "-D", "develop"]);
     let error = workspace
-        .refresh_blocking(&GitAuth::default(), &CancellationToken::new())
+        .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect_err("the base is gone");
     assert!(
         matches!(error, WorkspaceError::MissingBase(ref base) if base == "develop"),
@@ -281,7 +277,7 @@ fn an_interrupted_refresh_says_so() {
     let cancel = CancellationToken::new();
     cancel.cancel();
     let error = workspace
-        .refresh_blocking(&GitAuth::default(), &cancel)
+        .refresh_blocking(&GitAuth::default(), &Stop::new(cancel, None))
         .expect_err("cancelled");
     assert!(matches!(error, WorkspaceError::Interrupted), "{error}");
 }
@@ -292,13 +288,13 @@ async fn the_async_refresh_returns_the_workspace_and_an_error_drops_it() {
     let workspace = clone_local(&origin);
     let dir: PathBuf = workspace.root().parent().expect("temp dir").to_owned();
     let workspace = workspace
-        .refresh(GitAuth::default(), CancellationToken::new())
+        .refresh(GitAuth::default(), Stop::never())
         .await
         .expect("refresh");
     assert!(dir.exists());
     std::fs::remove_dir_all(origin.path().join(".git")).expect("break the remote");
     let error = workspace
-        .refresh(GitAuth::default(), CancellationToken::new())
+        .refresh(GitAuth::default(), Stop::never())
         .await
         .expect_err("the remote is gone");
     assert!(matches!(error, WorkspaceError::Fetch { .. }), "{error}");
@@ -381,18 +377,18 @@ fn checkout_filters_still_apply_when_attributes_ask_for_them() {
     let read = |path: &str| std::fs::read(workspace.root().join(path)).expect("read");
     assert_eq!(read("docs/a.txt"), b"one\r\ntwo\r\n");
     assert_eq!(read("plain.md"), b"one\ntwo\n");
-    assert!(!workspace.has_changes().expect("status"));
+    assert!(!workspace.has_changes_blocking().expect("status"));
 
     origin.write("docs/b.txt", "three\n");
     origin.commit("another text file");
     workspace
-        .refresh_blocking(&GitAuth::default(), &CancellationToken::new())
+        .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect("refresh");
     assert_eq!(
         std::fs::read(workspace.root().join("docs/b.txt")).expect("read"),
         b"three\r\n"
     );
-    assert!(!workspace.has_changes().expect("status"));
+    assert!(!workspace.has_changes_blocking().expect("status"));
 
     let without = clone_local(&TestRepo::with_files(&[("docs/a.txt", "one\ntwo\n")]));
     assert_eq!(

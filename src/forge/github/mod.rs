@@ -23,8 +23,8 @@ use super::{
     body_with_issue,
 };
 use crate::config::GitHubSettings;
+use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 use crate::tools::branch::{parse_task_marker, task_marker};
-use crate::workspace::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
 pub const QUESTION_MARKER: &str = "<!-- upkeep:question -->";
@@ -247,7 +247,7 @@ impl Forge for GitHubForge {
         let auth = GitAuth {
             token: Some(token.clone()),
         };
-        tokio::task::block_in_place(|| workspace.push_blocking(&draft.branch, &auth))?;
+        workspace.push(&draft.branch, &auth).await?;
 
         let mut body = body_with_issue(&draft.body, draft.issue);
         if let Some(key) = &draft.task_key {

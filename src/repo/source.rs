@@ -1,0 +1,200 @@
+//! The operator's own repository when `--repo` is a local path (the `local` forge): its bot
+//! branches are read, and a bot branch is written into it.
+//!
+//! The source is as untrusted as any repository: its configuration, a `commondir` file and
+//! alternates must not redirect what upkeep writes. So nothing is fetched or pushed through a
+//! remote (no URL, no `insteadOf`, no transport): the bot branch's new objects are packed from
+//! the clone and written into the source's object store directly, and the branch ref and its
+//! description are set there. Those are the only writes (besides the ref's log); alternates
+//! are only ever read, and a `commondir` is followed only in the shape git itself creates for a
+//! linked work tree. No hook runs, and user and system configuration do not apply
+//! ([`super::setup`]).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use git2::{BranchType, Repository};
+
+use super::git::{BOT_BRANCH_PREFIX, Workspace, WorkspaceError};
+
+/// One of the bot's branches in the source, not merged into the base yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BotBranch {
+    pub name: String,
+    /// The first line of the branch description, or the name when it has none.
+    pub title: String,
+    /// The task the branch is for, when it has one without an issue.
+    pub task_key: Option<String>,
+}
+
+/// The git config key, beside the branch description, that holds the task a bot branch is for
+/// (see [`crate::tools::branch::task_key`]).
+const TASK_KEY_CONFIG: &str = "upkeeptask";
+
+#[derive(Debug, Clone)]
+pub struct LocalSource {
+    path: PathBuf,
+}
+
+impl LocalSource {
+    pub fn new(path: PathBuf) -> Self {
+        Self { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Opens the repository at exactly this path (no search upwards), refusing a `commondir`
+    /// that points anywhere but the repository a linked work tree belongs to.
+    fn open(&self) -> Result<Repository, WorkspaceError> {
+        super::setup::setup()?;
+        let repo = Repository::open(&self.path)?;
+        let git_dir = repo.path().canonicalize()?;
+        let common = repo.commondir().canonicalize()?;
+        let linked_work_tree = git_dir
+            .parent()
+            .is_some_and(|parent| parent == common.join("worktrees"));
+        if git_dir != common && !linked_work_tree {
+            return Err(WorkspaceError::UnsafeSource {
+                path: self.path.clone(),
+                reason: format!(
+                    "its git directory {} names {} as its common directory, which is not the repository it is a work tree of",
+                    git_dir.display(),
+                    common.display()
+                ),
+            });
+        }
+        Ok(repo)
+    }
+
+    /// The bot's branches that are not merged into `base` (on a blocking thread).
+    pub async fn open_bot_branches(&self, base: &str) -> Result<Vec<BotBranch>, WorkspaceError> {
+        let (source, base) = (self.clone(), base.to_owned());
+        tokio::task::spawn_blocking(move || source.open_bot_branches_blocking(&base))
+            .await
+            .map_err(|join| WorkspaceError::Io(std::io::Error::other(join.to_string())))?
+    }
+
+    fn open_bot_branches_blocking(&self, base: &str) -> Result<Vec<BotBranch>, WorkspaceError> {
+        let repo = self.open()?;
+        let config = repo.config()?;
+        let base_tip = repo
+            .find_branch(base, BranchType::Local)
+            .ok()
+            .and_then(|branch| branch.get().target());
+        let mut open = Vec::new();
+        for entry in repo.branches(Some(BranchType::Local))? {
+            let (branch, _) = entry?;
+            let Some(name) = branch
+                .name()?
+                .filter(|name| name.starts_with(BOT_BRANCH_PREFIX))
+                .map(str::to_owned)
+            else {
+                continue;
+            };
+            let Some(tip) = branch.get().target() else { continue };
+            let merged = match base_tip {
+                Some(base_tip) => tip == base_tip || repo.graph_descendant_of(base_tip, tip)?,
+                None => false,
+            };
+            if merged {
+                continue;
+            }
+            let description = config
+                .get_string(&format!("branch.{name}.description"))
+                .unwrap_or_default();
+            let title = description.lines().next().unwrap_or(&name).to_owned();
+            let task_key = config.get_string(&format!("branch.{name}.{TASK_KEY_CONFIG}")).ok();
+            open.push(BotBranch { name, title, task_key });
+        }
+        Ok(open)
+    }
+
+    /// Writes the workspace's `branch` into the source, with `description` as its branch
+    /// description and `task_key` beside it, on a blocking thread. Returns whether the branch
+    /// existed before. Refused when the branch is checked out in the source (moving it would
+    /// desynchronise that work tree).
+    pub async fn publish(
+        &self,
+        workspace: &Workspace,
+        branch: &str,
+        description: &str,
+        task_key: Option<&str>,
+    ) -> Result<bool, WorkspaceError> {
+        let source = self.clone();
+        let (branch, description) = (branch.to_owned(), description.to_owned());
+        let task_key = task_key.map(str::to_owned);
+        workspace
+            .run_blocking(move |workspace| {
+                source.publish_blocking(workspace, &branch, &description, task_key.as_deref())
+            })
+            .await
+    }
+
+    pub fn publish_blocking(
+        &self,
+        workspace: &Workspace,
+        branch: &str,
+        description: &str,
+        task_key: Option<&str>,
+    ) -> Result<bool, WorkspaceError> {
+        if !branch.starts_with(BOT_BRANCH_PREFIX) {
+            return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
+        }
+        let refname = format!("refs/heads/{branch}");
+        let source = self.open()?;
+        if source
+            .head()
+            .ok()
+            .and_then(|head| head.name().ok().map(str::to_owned))
+            .as_deref()
+            == Some(&refname)
+        {
+            return Err(WorkspaceError::PushRejected {
+                branch: branch.to_owned(),
+                message: "the branch is checked out in the repository; check out another branch first".into(),
+            });
+        }
+        let existed = source.find_reference(&refname).is_ok();
+        let clone = workspace.open()?;
+        let tip = clone
+            .find_reference(&refname)?
+            .target()
+            .ok_or_else(|| WorkspaceError::NotABotBranch(branch.to_owned()))?;
+        let odb = source.odb()?;
+        if !odb.exists(tip) {
+            let mut walk = clone.revwalk()?;
+            walk.push(tip)?;
+            if odb.exists(workspace.base_commit()) {
+                walk.hide(workspace.base_commit())?;
+            }
+            let mut pack = clone.packbuilder()?;
+            pack.insert_walk(&mut walk)?;
+            let mut writer = odb.packwriter()?;
+            let stop = workspace.stop();
+            let mut written = Ok(());
+            pack.foreach(|bytes| {
+                written = writer.write_all(bytes);
+                written.is_ok() && !stop.is_stopped()
+            })?;
+            written?;
+            if let Some(reason) = stop.reason() {
+                return Err(reason.into());
+            }
+            writer.commit()?;
+        }
+        source.reference(&refname, tip, true, "upkeep: pull request")?;
+        let mut config = source.config()?;
+        config.set_str(&format!("branch.{branch}.description"), description)?;
+        let task = format!("branch.{branch}.{TASK_KEY_CONFIG}");
+        match task_key {
+            Some(key) => config.set_str(&task, key)?,
+            // Gone already is fine.
+            None => {
+                let _ = config.remove(&task);
+            }
+        }
+        Ok(existed)
+    }
+}

@@ -1,0 +1,81 @@
+//! When git work must stop: the run was interrupted (Ctrl-C, SIGTERM) or reached its
+//! `--timeout`. Every blocking git operation polls a [`Stop`] (in libgit2's progress callbacks
+//! and in the HTTP transport's waits), so it ends within a fraction of a second of either.
+
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+/// Why git work stopped before it finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    Interrupted,
+    /// The run's `--timeout` passed: a budget, not a failure.
+    Deadline,
+}
+
+/// The run's interrupt token and deadline, cheap to clone into blocking threads.
+#[derive(Debug, Clone, Default)]
+pub struct Stop {
+    cancel: CancellationToken,
+    deadline: Option<Instant>,
+}
+
+impl Stop {
+    pub fn new(cancel: CancellationToken, deadline: Option<Instant>) -> Self {
+        Self { cancel, deadline }
+    }
+
+    /// Never stops: for tools and tests that run git work to completion.
+    pub fn never() -> Self {
+        Self::default()
+    }
+
+    pub fn reason(&self) -> Option<StopReason> {
+        if self.cancel.is_cancelled() {
+            Some(StopReason::Interrupted)
+        } else if self.deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            Some(StopReason::Deadline)
+        } else {
+            None
+        }
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.reason().is_some()
+    }
+
+    /// Resolves once the work must stop (for the async side, which stops waiting then).
+    pub async fn stopped(&self) -> StopReason {
+        let deadline = async {
+            match self.deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = self.cancel.cancelled() => StopReason::Interrupted,
+            () = deadline => StopReason::Deadline,
+        }
+    }
+}
+
+/// How long a transfer may go without a byte moving before it is abandoned.
+pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The environment variable that sets the stall timeout, in seconds.
+pub const STALL_TIMEOUT_ENV: &str = "UPKEEP_GIT_STALL_TIMEOUT";
+
+/// The stall timeout from [`STALL_TIMEOUT_ENV`] (whole seconds, at least 1), or the default.
+pub fn stall_timeout_from_env() -> Result<Duration, String> {
+    match std::env::var(STALL_TIMEOUT_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_STALL_TIMEOUT),
+        Ok(value) => match value.trim().parse::<u64>() {
+            Ok(seconds) if seconds > 0 => Ok(Duration::from_secs(seconds)),
+            _ => Err(format!(
+                "{STALL_TIMEOUT_ENV}: expected whole seconds above 0, got `{value}`"
+            )),
+        },
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{STALL_TIMEOUT_ENV}: not valid UTF-8")),
+    }
+}
