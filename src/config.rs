@@ -15,7 +15,7 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::cli::{ForgeKind, ProviderKind, RunArgs};
-use crate::tools::CommandSettings;
+use crate::exec::{CommandSettings, LimitsConfig};
 use crate::workspace::Identity;
 
 /// File name of the per-repository configuration.
@@ -58,6 +58,8 @@ pub struct FileConfig {
     pub tools: Vec<DeclaredToolConfig>,
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// Resource limits for commands; operator-only (see [`FileConfig::check_repository_file`]).
+    pub limits: Option<LimitsConfig>,
 }
 
 /// A declared command tool: a fixed program plus argument templates, never a shell string.
@@ -120,6 +122,17 @@ impl FileConfig {
             })?;
         }
         Ok(parsed)
+    }
+
+    /// Refuses keys that only the operator may set, in a repository's `.upkeep.toml`: a
+    /// repository must not loosen or tighten the limits its own commands run under.
+    pub fn check_repository_file(&self, origin: &str) -> Result<(), ConfigError> {
+        if self.limits.is_some() {
+            return Err(ConfigError(format!(
+                "{origin}: `limits` can only be set by the operator (in --config), not by the repository"
+            )));
+        }
+        Ok(())
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
@@ -444,6 +457,11 @@ impl Config {
             Some(path) => FileConfig::load(path)?,
             None => FileConfig::default(),
         };
+        let limits = operator
+            .limits
+            .unwrap_or_default()
+            .resolve()
+            .map_err(|error| ConfigError(format!("--config: {error}")))?;
         for name in &args.allow_tool {
             if name.trim().is_empty() {
                 return Err(ConfigError::key("--allow-tool", "empty tool name"));
@@ -489,6 +507,9 @@ impl Config {
                 pass_env: args.pass_env.clone(),
                 output_cap: DEFAULT_OUTPUT_CAP,
                 require_sandbox: args.require_sandbox,
+                allow_network: args.allow_network,
+                limits,
+                sandbox: None,
             },
             allow_tools: args.allow_tool.clone(),
             identity: Identity {
@@ -572,5 +593,18 @@ mod tests {
         assert!(error.to_string().contains("max_turn"), "{error}");
         let error = FileConfig::parse("max_turns = \"many\"", ".upkeep.toml").expect_err("wrong type is refused");
         assert!(error.to_string().contains("max_turns"), "{error}");
+    }
+
+    #[test]
+    fn limits_are_operator_only() {
+        let file = FileConfig::parse("[limits]\nprocesses = 10\n", ".upkeep.toml").expect("parses");
+        assert_eq!(file.limits.and_then(|limits| limits.processes), Some(10));
+        let error = file
+            .check_repository_file(".upkeep.toml")
+            .expect_err("a repository may not set limits");
+        assert!(error.to_string().contains("`limits`"), "{error}");
+        assert!(FileConfig::default().check_repository_file(".upkeep.toml").is_ok());
+        let error = FileConfig::parse("[limits]\nmemory = 1\n", "ops.toml").expect_err("unknown key");
+        assert!(error.to_string().contains("memory"), "{error}");
     }
 }

@@ -23,7 +23,7 @@ use crate::secrets::Redactor;
 use crate::tools::declared::DeclaredTool;
 use crate::tools::path::PathPolicy;
 use crate::tools::registry::ExtraTool;
-use crate::tools::{FinishStatus, ToolContext, ToolRegistry, ToolSelection, sandbox, spec::reply_schema};
+use crate::tools::{CommandSettings, FinishStatus, ToolContext, ToolRegistry, ToolSelection, spec::reply_schema};
 use crate::workspace::{CloneRequest, GitAuth, Workspace, WorkspaceError};
 
 /// Everything that can end a run early, by exit code.
@@ -190,6 +190,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         pull_requests: Vec::new(),
         question: None,
         kept: None,
+        commands: config.commands.clone(),
     };
     let result = runner.run().await;
     let (status, outcome, error) = match &result {
@@ -271,6 +272,8 @@ struct Runner<'a> {
     /// Continuous mode: the clone the last cycle ended in, refreshed in place for the next one
     /// instead of cloning again. Only held between cycles; dropping it removes the directory.
     kept: Option<Workspace>,
+    /// The operator's command settings plus the sandbox decided for this run.
+    commands: CommandSettings,
 }
 
 impl Runner<'_> {
@@ -279,17 +282,11 @@ impl Runner<'_> {
         let provider = llm::build(&config.provider)?;
         let forge = build_forge(config)?;
         let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
-        let sandbox_kind = sandbox::probe();
-        if commands_enabled && sandbox_kind == sandbox::SandboxKind::None {
-            if config.commands.require_sandbox {
-                return Err(ConfigError(
-                    "--require-sandbox: the Landlock sandbox is not available on this system (Linux 5.13+ with Landlock enabled is needed)"
-                        .into(),
-                )
-                .into());
-            }
-            tracing::warn!("Landlock is not available: commands the model runs are not confined to the clone");
-        }
+        let sandbox = if commands_enabled {
+            Some(self.decide_sandbox().await?)
+        } else {
+            None
+        };
         self.budget = Some(Budget::new(config.budgets, None));
         self.events.emit(
             Scope::default(),
@@ -299,10 +296,7 @@ impl Runner<'_> {
                 provider: provider.name().into(),
                 model: provider.model().into(),
                 dangerous_tools: config.dangerous_tools,
-                sandbox: serde_json::to_value(sandbox_kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                sandbox: sandbox.map(|plan| crate::exec::SandboxReport::new(&plan, &config.commands.limits)),
             },
         );
         loop {
@@ -334,6 +328,26 @@ impl Runner<'_> {
                 (_, end) => return Ok(end),
             }
         }
+    }
+
+    /// Finds out which sandbox commands get on this machine, before any work: `--require-sandbox`
+    /// refuses to start without filesystem confinement or network isolation, and without it
+    /// what is missing is a warning.
+    async fn decide_sandbox(&mut self) -> Result<crate::exec::SandboxPlan, RunError> {
+        let commands = &self.config.commands;
+        let probe = crate::exec::probe().await;
+        let plan = crate::exec::SandboxPlan::decide(&probe, commands.allow_network);
+        if let Some(missing) = plan.missing_requirements() {
+            if commands.require_sandbox {
+                return Err(ConfigError(format!(
+                    "--require-sandbox: this system cannot give commands {missing}"
+                ))
+                .into());
+            }
+            tracing::warn!("commands the model runs will have no {missing}");
+        }
+        self.commands.sandbox = Some(plan);
+        Ok(plan)
     }
 
     async fn clone(&self, base: Option<String>) -> Result<Workspace, RunError> {
@@ -408,7 +422,9 @@ impl Runner<'_> {
     fn repo_settings(&self, workspace: &Workspace, cycle: u32) -> Result<RepoSettings, RunError> {
         let path = workspace.root().join(REPO_CONFIG_FILE);
         let file = match std::fs::read_to_string(&path) {
-            Ok(text) => match FileConfig::parse(&text, REPO_CONFIG_FILE) {
+            Ok(text) => match FileConfig::parse(&text, REPO_CONFIG_FILE)
+                .and_then(|file| file.check_repository_file(REPO_CONFIG_FILE).map(|()| file))
+            {
                 Ok(file) => file,
                 // Found before the first model call of the run: a usage error (exit 2). In a
                 // later cycle the file changed under us (someone merged a broken one): a failure.
@@ -513,7 +529,7 @@ impl Runner<'_> {
             workspace: &workspace,
             paths: &paths,
             forge,
-            commands: &config.commands,
+            commands: &self.commands,
             redactor: self.events.redactor(),
             cancel: self.cancel,
             identity: &config.identity,
