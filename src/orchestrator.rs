@@ -339,10 +339,9 @@ impl Runner<'_> {
         let plan = crate::exec::SandboxPlan::decide(&probe, commands.allow_network);
         if let Some(missing) = plan.missing_requirements() {
             if commands.require_sandbox {
-                return Err(ConfigError(format!(
-                    "--require-sandbox: this system cannot give commands {missing}"
-                ))
-                .into());
+                return Err(
+                    ConfigError(format!("--require-sandbox: this system cannot give commands {missing}")).into(),
+                );
             }
             tracing::warn!("commands the model runs will have no {missing}");
         }

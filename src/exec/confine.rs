@@ -71,10 +71,7 @@ pub fn landlock_support() -> LandlockSupport {
             .handle_access(AccessNet::from_all(ABI::V4))
             .and_then(|ruleset| ruleset.create())
             .is_ok(),
-        signal_scope: hard()
-            .scope(Scope::Signal)
-            .and_then(|ruleset| ruleset.create())
-            .is_ok(),
+        signal_scope: hard().scope(Scope::Signal).and_then(|ruleset| ruleset.create()).is_ok(),
     }
 }
 
@@ -96,7 +93,10 @@ pub fn run(invocation: &Invocation) -> ExitCode {
     if init {
         // If the supervisor dies, so does the namespace: the kernel kills its other processes.
         if let Err(error) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL) {
-            return fail(EXIT_CANNOT_RUN, &format!("cannot tie the sandbox to its supervisor: {error}"));
+            return fail(
+                EXIT_CANNOT_RUN,
+                &format!("cannot tie the sandbox to its supervisor: {error}"),
+            );
         }
     }
     let already = match plan.process_limit {

@@ -132,7 +132,11 @@ fn capabilities_are_cleared_in_this_thread() -> TestResult {
     };
     let (effective, bounding) = std::thread::spawn(move || -> Result<(usize, usize), String> {
         drop_capabilities(expected)?;
-        let read = |set| caps::read(None, set).map(|set| set.len()).map_err(|error| error.to_string());
+        let read = |set| {
+            caps::read(None, set)
+                .map(|set| set.len())
+                .map_err(|error| error.to_string())
+        };
         Ok((read(caps::CapSet::Effective)?, read(caps::CapSet::Bounding)?))
     })
     .join()

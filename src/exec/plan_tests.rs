@@ -41,7 +41,12 @@ fn without_namespaces_landlock_tcp_rules_and_a_subreaper_apply() {
 fn allow_network_is_reported_as_allowed_whatever_the_kernel_has() {
     assert_eq!(SandboxPlan::decide(&probe(), true).network, Network::Allowed);
     assert_eq!(SandboxPlan::decide(&Probe::nothing(), true).network, Network::Allowed);
-    assert_eq!(SandboxPlan::decide(&Probe::nothing(), true).missing_requirements().map(|m| m.contains("network")), Some(false));
+    assert_eq!(
+        SandboxPlan::decide(&Probe::nothing(), true)
+            .missing_requirements()
+            .map(|m| m.contains("network")),
+        Some(false)
+    );
 }
 
 #[test]
@@ -56,7 +61,10 @@ fn root_limits_processes_with_a_cgroup_or_not_at_all() {
         pids_cgroup: true,
         ..root
     };
-    assert_eq!(SandboxPlan::decide(&with_cgroup, false).process_limit, ProcessLimit::Cgroup);
+    assert_eq!(
+        SandboxPlan::decide(&with_cgroup, false).process_limit,
+        ProcessLimit::Cgroup
+    );
 }
 
 #[test]

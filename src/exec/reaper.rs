@@ -92,7 +92,10 @@ pub fn reap_adopted(keep: &[Pid], deadline: Instant) {
             let _ = waitpid(*pid, Some(WaitPidFlag::WNOHANG));
         }
         if Instant::now() >= deadline {
-            tracing::warn!(count = adopted.len(), "processes left by a command could not all be reaped");
+            tracing::warn!(
+                count = adopted.len(),
+                "processes left by a command could not all be reaped"
+            );
             return;
         }
         std::thread::sleep(ROUND_PAUSE);

@@ -168,7 +168,12 @@ pub async fn run(spec: &CommandSpec, cancel: &CancellationToken) -> io::Result<C
         .args(&args)
         .current_dir(&spec.cwd)
         .env_clear()
-        .envs(spec.env.iter().chain(&spec.upkeep_env).map(|(name, value)| (name, value)))
+        .envs(
+            spec.env
+                .iter()
+                .chain(&spec.upkeep_env)
+                .map(|(name, value)| (name, value)),
+        )
         .stdin(stdin)
         .stdout(stdout)
         .stderr(stderr)

@@ -141,8 +141,6 @@ async fn output_over_the_cap_keeps_head_and_tail() -> TestResult {
     Ok(())
 }
 
-
-
 #[tokio::test]
 async fn binary_output_is_decoded_lossily() -> TestResult {
     let out = run_it(&sh("head -c 1000 /dev/urandom")).await?;
@@ -251,8 +249,6 @@ async fn dropping_the_run_kills_the_group() -> TestResult {
     assert!(group_is_dead(pgid).await?, "group {pgid} survived");
     Ok(())
 }
-
-
 
 /// The environment of the test process cannot be changed without `unsafe` in edition 2024,
 /// so the test runs itself again as a child process whose environment holds a fake token,

@@ -8,5 +8,6 @@ mod github;
 mod model_loop;
 mod providers;
 mod refresh;
+mod sandbox;
 mod secrets;
 pub mod support;
