@@ -279,36 +279,76 @@ fn commands_cannot_read_upkeeps_environment() {
     assert!(!out.stdout.contains(&canary) && !out.stderr.contains(&canary));
 }
 
-/// Non-dumpable on its own, without the sandbox: a process of the same user without
-/// capabilities (as root: with every capability dropped) cannot read upkeep's environment.
+/// Non-dumpable on its own, without the sandbox: a process of the same user, without
+/// capabilities, cannot read upkeep's environment. As root, upkeep and the reader both run as
+/// `nobody` (a reader with fewer capabilities than upkeep would be refused by that alone).
 #[test]
 fn upkeep_is_not_dumpable() {
+    use std::os::unix::fs::PermissionsExt;
     let canary = format!("canary-{}-{}", std::process::id(), fastrand::u64(..));
     let repo = TestRepo::new();
     let script = Script::new(&[shell("wait", "sleep 987501"), finish("no_tasks")]);
-    let mut upkeep = Upkeep::new()
+    let upkeep = Upkeep::new();
+    let root = nix::unistd::geteuid().is_root();
+    let as_same_user = |program: &std::path::Path| {
+        if root {
+            let mut command = std::process::Command::new("setpriv");
+            command
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(program);
+            command
+        } else {
+            std::process::Command::new(program)
+        }
+    };
+    if root {
+        // nobody must be able to use the repository, the script and the temporary directories.
+        let open = |path: &std::path::Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+        };
+        // git refuses a repository owned by someone else.
+        let chown = std::process::Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(repo.path())
+            .status()
+            .expect("chown runs");
+        assert!(chown.success());
+        open(script.path().parent().expect("parent"), 0o755);
+        open(upkeep.tmp.path(), 0o755);
+        open(&upkeep.temp_dir(), 0o777);
+        open(&upkeep.tmp.path().join("home"), 0o777);
+    }
+    let mut child = as_same_user(assert_cmd::cargo::cargo_bin!("upkeep"))
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", upkeep.tmp.path().join("home"))
+        .env("TMPDIR", upkeep.temp_dir())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("UPKEEP_CANARY", &canary)
         .args(["run", "--task", "t", "--allow-dangerous-tools", "--repo"])
-        .args([repo.path()])
-        .args(["--replay"])
-        .args([script.path()]);
-    let mut child = upkeep.spawn();
+        .arg(repo.path())
+        .arg("--replay")
+        .arg(script.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("upkeep starts");
     let started = wait_until(Duration::from_secs(30), || {
         !processes_starting_with("sleep 987501").is_empty()
     });
     let environ = format!("/proc/{}/environ", child.id());
-    let read = if nix::unistd::geteuid().is_root() {
-        std::process::Command::new("setpriv")
-            .args(["--bounding-set=-all", "--inh-caps=-all", "cat", &environ])
-            .output()
-    } else {
-        std::process::Command::new("cat").arg(&environ).output()
-    };
+    let read = as_same_user(std::path::Path::new("cat")).arg(&environ).output();
     let _ = child.kill();
-    let _ = child.wait();
-    assert!(started, "the command never started");
+    let output = child.wait_with_output().expect("upkeep ends");
+    assert!(
+        started,
+        "the command never started: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let read = read.expect("the reader runs");
-    assert!(!read.status.success(), "read upkeep's environment");
+    let stderr = String::from_utf8_lossy(&read.stderr);
+    assert!(stderr.contains("Permission denied"), "{stderr}");
     assert!(!String::from_utf8_lossy(&read.stdout).contains(&canary));
 }
 
