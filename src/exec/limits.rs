@@ -207,6 +207,24 @@ mod tests {
         assert_eq!(huge.resolve().expect_err("too large").key, "cpu_seconds");
     }
 
+    /// The `[limits]` example of `docs/commands.md` is valid and shows the defaults.
+    #[test]
+    fn the_documented_example_is_the_defaults() {
+        let docs = include_str!("../../docs/commands.md");
+        let example = docs
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("a toml block");
+        #[derive(Deserialize)]
+        struct File {
+            limits: LimitsConfig,
+        }
+        let file: File = toml::from_str(example).expect("valid TOML");
+        assert_eq!(file.limits.resolve(), Ok(Limits::default()));
+        assert!(file.limits.processes.is_some() && file.limits.cpu_seconds.is_some());
+    }
+
     #[test]
     fn this_user_has_at_least_this_process() {
         assert!(processes_of_this_user() >= 1);

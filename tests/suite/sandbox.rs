@@ -414,3 +414,19 @@ fn node_and_rustc_work_under_the_default_limits() {
         assert!(results[1].starts_with("node ok 256\n"), "{}", results[1]);
     }
 }
+
+/// A command cannot take upkeep (or its own supervisor) down with it.
+#[test]
+fn commands_cannot_signal_upkeep() {
+    let kill_upkeep = "for p in /proc/[0-9]*; do \
+                         if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -e '--replay' -e '__sandbox-exec supervise'; then \
+                           kill -9 ${p#/proc/} && echo \"killed ${p#/proc/}\"; \
+                         fi; \
+                       done 2>&1; echo tried";
+    let out = run_commands(Upkeep::new(), &[kill_upkeep], &[]);
+    out.assert_code(0);
+    let result = &outputs(&out)[0];
+    assert!(result.contains("tried"), "{result}");
+    assert!(!result.contains("killed"), "{result}");
+    assert_eq!(out.events_of("run_finished").len(), 1, "upkeep finished its run");
+}
