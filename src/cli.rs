@@ -171,6 +171,10 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_REQUIRE_SANDBOX")]
     pub require_sandbox: bool,
 
+    /// Let commands reach the network (by default they have none).
+    #[arg(long, env = "UPKEEP_ALLOW_NETWORK")]
+    pub allow_network: bool,
+
     /// Name on the bot's commits [default: upkeep]
     #[arg(long, env = "UPKEEP_AUTHOR_NAME")]
     pub author_name: Option<String>,

@@ -15,8 +15,8 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::cli::{ForgeKind, ProviderKind, RunArgs};
+use crate::exec::{CommandSettings, LimitsConfig};
 use crate::repo::Identity;
-use crate::tools::CommandSettings;
 
 /// File name of the per-repository configuration.
 pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
@@ -60,6 +60,8 @@ pub struct FileConfig {
     pub tools: Vec<DeclaredToolConfig>,
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// Resource limits for commands; operator-only (see [`FileConfig::parse_repository`]).
+    pub limits: Option<LimitsConfig>,
 }
 
 /// A declared command tool: a fixed program plus argument templates, never a shell string.
@@ -128,7 +130,10 @@ impl FileConfig {
     /// set keys that only the operator may set, and a file it names must stay inside it.
     pub fn parse_repository(text: &str) -> Result<Self, ConfigError> {
         let parsed = Self::parse(text, REPO_CONFIG_FILE)?;
-        let operator_only = [("prices", !parsed.prices.is_empty())];
+        let operator_only = [
+            ("prices", !parsed.prices.is_empty()),
+            ("limits", parsed.limits.is_some()),
+        ];
         if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
             return Err(ConfigError(format!(
                 "{REPO_CONFIG_FILE}: `{key}` may only be set by the operator (--config), not by the repository"
@@ -569,6 +574,11 @@ impl Config {
             Some(path) => FileConfig::load(path)?,
             None => FileConfig::default(),
         };
+        let limits = operator
+            .limits
+            .unwrap_or_default()
+            .resolve()
+            .map_err(|error| ConfigError(format!("--config: {error}")))?;
         for name in &args.allow_tool {
             if name.trim().is_empty() {
                 return Err(ConfigError::key("--allow-tool", "empty tool name"));
@@ -614,6 +624,9 @@ impl Config {
                 pass_env: args.pass_env.clone(),
                 output_cap: DEFAULT_OUTPUT_CAP,
                 require_sandbox: args.require_sandbox,
+                allow_network: args.allow_network,
+                limits,
+                sandbox: None,
             },
             allow_tools: args.allow_tool.clone(),
             identity: Identity {
@@ -765,5 +778,17 @@ mod tests {
         assert!(error.to_string().contains("max_turn"), "{error}");
         let error = FileConfig::parse("max_turns = \"many\"", ".upkeep.toml").expect_err("wrong type is refused");
         assert!(error.to_string().contains("max_turns"), "{error}");
+    }
+
+    #[test]
+    fn limits_are_operator_only() {
+        let file = FileConfig::parse("[limits]\nprocesses = 10\n", ".upkeep.toml").expect("parses");
+        assert_eq!(file.limits.and_then(|limits| limits.processes), Some(10));
+        let error =
+            FileConfig::parse_repository("[limits]\nprocesses = 10\n").expect_err("a repository may not set limits");
+        assert!(error.to_string().contains("`limits`"), "{error}");
+        assert!(FileConfig::parse_repository("").is_ok());
+        let error = FileConfig::parse("[limits]\nmemory = 1\n", "ops.toml").expect_err("unknown key");
+        assert!(error.to_string().contains("memory"), "{error}");
     }
 }

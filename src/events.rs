@@ -24,7 +24,9 @@ pub enum Event {
         provider: String,
         model: String,
         dangerous_tools: bool,
-        sandbox: String,
+        /// What commands run in (`null` when no command tool is enabled): see
+        /// [`crate::exec::SandboxReport`] and `docs/commands.md`.
+        sandbox: Option<crate::exec::SandboxReport>,
     },
     CycleStarted {
         base: String,
@@ -203,10 +205,11 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             sandbox,
         } => format!(
             "upkeep: {repo} ({mode} mode, {provider}/{model}{})",
-            if *dangerous_tools {
-                format!(", dangerous tools ON, sandbox: {sandbox}")
-            } else {
-                String::new()
+            match (dangerous_tools, sandbox) {
+                (true, Some(sandbox)) => format!(", dangerous tools ON, sandbox: {}", sandbox.summary()),
+                (true, None) => ", dangerous tools ON".to_owned(),
+                (false, Some(sandbox)) => format!(", command tools ON, sandbox: {}", sandbox.summary()),
+                (false, None) => String::new(),
             }
         ),
         Event::CycleStarted { base } => format!("── cycle {} on {base}", scope.cycle.unwrap_or(1)),

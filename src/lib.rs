@@ -12,6 +12,7 @@ pub mod commands;
 pub mod config;
 pub mod demo;
 pub mod events;
+pub mod exec;
 pub mod exit;
 pub mod forge;
 pub mod http;

@@ -11,8 +11,15 @@ use upkeep::exit::ExitStatus;
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // The sandbox trampoline re-executes this binary; it must not parse flags or start a runtime.
-    if args.get(1).is_some_and(|arg| arg == upkeep::tools::sandbox::SUBCOMMAND) {
-        return upkeep::tools::sandbox::sandbox_exec_main(&args[2..]);
+    if let [_, subcommand, rest @ ..] = args.as_slice() {
+        if subcommand == upkeep::exec::SUBCOMMAND {
+            return upkeep::exec::trampoline_main(rest);
+        }
+    }
+    // As early as possible: nothing running as this user may read this process's memory or
+    // environment (which holds the credentials) through /proc.
+    if let Err(error) = upkeep::exec::harden_process() {
+        eprintln!("upkeep: warning: cannot make this process non-dumpable: {error}");
     }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,

@@ -27,7 +27,7 @@ use crate::llm::{self, Provider, pricing};
 use crate::repo::cleanup;
 use crate::repo::{CloneRequest, GitAuth, Stop, WorkTree, Workspace, WorkspaceError};
 use crate::secrets::Redactor;
-use crate::tools::{FinishStatus, ToolContext, sandbox};
+use crate::tools::{CommandSettings, FinishStatus, ToolContext};
 
 /// How long the end of a run waits for git work that is winding down to remove its clone before
 /// removing the directory itself.
@@ -238,6 +238,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         question: None,
         kept: None,
         scope: cleanup::Scope::new(),
+        commands: config.commands.clone(),
     };
     let result = runner.run().await;
     runner.kept = None;
@@ -325,6 +326,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         events: &events,
         cancel: &cancel,
         scope: cleanup::Scope::new(),
+        commands: config.commands.clone(),
         cycles: 1,
         budget: None,
         pull_requests: Vec::new(),
@@ -366,6 +368,8 @@ struct Runner<'a> {
     kept: Option<Workspace>,
     /// The run's temporary directories, waited for before the run reports.
     scope: cleanup::Scope,
+    /// The operator's command settings plus the sandbox decided for this run.
+    commands: CommandSettings,
 }
 
 impl Runner<'_> {
@@ -376,17 +380,11 @@ impl Runner<'_> {
         crate::repo::stop::stall_timeout_from_env().map_err(ConfigError)?;
         let forge = build_forge(config)?;
         let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
-        let sandbox_kind = sandbox::probe();
-        if commands_enabled && sandbox_kind == sandbox::SandboxKind::None {
-            if config.commands.require_sandbox {
-                return Err(ConfigError(
-                    "--require-sandbox: the Landlock sandbox is not available on this system (Linux 5.13+ with Landlock enabled is needed)"
-                        .into(),
-                )
-                .into());
-            }
-            tracing::warn!("Landlock is not available: commands the model runs are not confined to the clone");
-        }
+        let sandbox = if commands_enabled {
+            Some(self.decide_sandbox().await?)
+        } else {
+            None
+        };
         self.budget = Some(Budget::new(config.budgets, None));
         self.events.emit(
             Scope::default(),
@@ -396,10 +394,7 @@ impl Runner<'_> {
                 provider: provider.name().into(),
                 model: provider.model().into(),
                 dangerous_tools: config.dangerous_tools,
-                sandbox: serde_json::to_value(sandbox_kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                sandbox: sandbox.map(|plan| crate::exec::SandboxReport::new(&plan, &config.commands.limits)),
             },
         );
         loop {
@@ -436,6 +431,25 @@ impl Runner<'_> {
     /// What ends git work early: the interrupt and the run's `--timeout` deadline.
     fn git_stop(&self) -> Stop {
         Stop::new(self.cancel.clone(), self.budget.as_ref().and_then(Budget::deadline))
+    }
+
+    /// Finds out which sandbox commands get on this machine, before any work: `--require-sandbox`
+    /// refuses to start without filesystem confinement or network isolation, and without it
+    /// what is missing is a warning.
+    async fn decide_sandbox(&mut self) -> Result<crate::exec::SandboxPlan, RunError> {
+        let commands = &self.config.commands;
+        let probe = crate::exec::probe().await;
+        let plan = crate::exec::SandboxPlan::decide(&probe, commands.allow_network);
+        if let Some(missing) = plan.missing_requirements() {
+            if commands.require_sandbox {
+                return Err(
+                    ConfigError(format!("--require-sandbox: this system cannot give commands {missing}")).into(),
+                );
+            }
+            tracing::warn!("commands the model runs will have no {missing}");
+        }
+        self.commands.sandbox = Some(plan);
+        Ok(plan)
     }
 
     async fn clone(&self, base: Option<String>) -> Result<Workspace, RunError> {
@@ -560,7 +574,7 @@ impl Runner<'_> {
             workspace: &workspace,
             tree: &files,
             forge,
-            commands: &config.commands,
+            commands: &self.commands,
             redactor: self.events.redactor(),
             cancel: self.cancel,
             identity: &config.identity,

@@ -20,16 +20,13 @@ pub mod branch;
 pub mod create_pull_request;
 pub mod declared;
 pub mod edit_file;
-pub mod exec;
 pub mod finish;
 pub mod line_endings;
 pub mod list_files;
 pub mod read_file;
 pub mod registry;
 pub mod run_shell_command;
-pub mod sandbox;
 pub mod search_files;
-pub mod shell_guard;
 pub mod spec;
 pub mod write_file;
 
@@ -77,16 +74,8 @@ impl ToolError {
     }
 }
 
-/// Settings for tools that run programs.
-#[derive(Debug, Clone)]
-pub struct CommandSettings {
-    pub timeout: std::time::Duration,
-    /// Names of variables passed from upkeep's environment (`--env`).
-    pub pass_env: Vec<String>,
-    /// Bytes of output returned to the model.
-    pub output_cap: usize,
-    pub require_sandbox: bool,
-}
+/// Settings for tools that run programs (they live with the runner, in [`crate::exec`]).
+pub use crate::exec::CommandSettings;
 
 /// What a tool may touch while it runs.
 pub struct ToolContext<'a> {

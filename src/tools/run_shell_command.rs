@@ -1,46 +1,51 @@
 //! `run_shell_command` (dangerous; offered only with `--allow-dangerous-tools`): run `sh -c`
-//! in the clone's root with an allowlisted environment, stdin closed, a timeout that kills the
-//! whole process group, capped output, known secrets redacted, a lexical blocklist as a
-//! backstop, and Landlock filesystem confinement where the kernel has it.
+//! in the clone's root through [`crate::exec`]: the allowlisted environment, the sandbox, the
+//! limits, a timeout after which every process the command started is killed, capped output
+//! with known secrets redacted, and the lexical blocklist as a backstop.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 
-use super::exec::{CommandSpec, allowlisted_environment, run};
-use super::sandbox::{SandboxKind, SandboxPolicy, probe};
 use super::spec::object_schema;
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args, shell_guard};
+use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use crate::exec::{CommandSpec, SandboxPolicy, allowlisted_environment, blocklist, run};
 
 pub struct RunShellCommand;
 
-/// The environment, sandbox and limits every command tool runs with.
+/// The environment, sandbox and limits every command tool runs with. Fails when the run set up
+/// no sandbox plan (commands never run without one).
 pub fn command_spec(
     program: &str,
     arguments: Vec<String>,
-    extra_env: &[(String, String)],
+    declared_env: &[(String, String)],
     ctx: &ToolContext<'_>,
-) -> CommandSpec {
-    let mut env = allowlisted_environment(&ctx.commands.pass_env);
-    // Commands write temporary files into the private scratch folder, which is confined with
-    // the clone and removed with it.
+) -> Result<CommandSpec, ToolError> {
+    let settings = ctx.commands;
+    let plan = settings
+        .sandbox
+        .ok_or_else(|| ToolError::model("commands are not available: no sandbox was set up for this run"))?;
+    let mut env = allowlisted_environment(&settings.pass_env);
+    // Commands write temporary files into the private scratch folder, which is writable in the
+    // sandbox and removed with the clone.
     env.retain(|(name, _)| name != "TMPDIR");
     env.push(("TMPDIR".into(), ctx.workspace.scratch().display().to_string()));
-    // History stays readable (`git log`, `git diff`) although the git directory is outside the
-    // work tree, and read-only to the command.
-    env.extend(ctx.workspace.git_env());
-    env.extend(extra_env.iter().cloned());
-    let sandbox = (probe() == SandboxKind::Landlock).then(|| SandboxPolicy {
-        writable: vec![ctx.workspace.root().to_owned(), ctx.workspace.scratch().to_owned()],
-    });
-    CommandSpec {
+    env.extend(declared_env.iter().cloned());
+    Ok(CommandSpec {
         program: program.to_owned(),
         args: arguments,
         cwd: ctx.workspace.root().to_owned(),
         env,
-        timeout: ctx.commands.timeout,
-        output_cap: ctx.commands.output_cap,
-        sandbox,
-    }
+        // History stays readable (`git log`, `git diff`) although the git directory is outside
+        // the work tree (and read-only to the command): set by upkeep, after everything else.
+        upkeep_env: ctx.workspace.git_env(),
+        timeout: settings.timeout,
+        output_cap: settings.output_cap,
+        sandbox: Some(SandboxPolicy {
+            writable: vec![ctx.workspace.root().to_owned(), ctx.workspace.scratch().to_owned()],
+            plan,
+            limits: settings.limits,
+        }),
+    })
 }
 
 /// Runs a prepared command and renders its result for the model, redacted.
@@ -69,8 +74,8 @@ impl Tool for RunShellCommand {
 
     async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let command = args::required_str(arguments, "command")?;
-        shell_guard::check(command).map_err(ToolError::model)?;
-        let spec = command_spec("sh", vec!["-c".into(), command.to_owned()], &[], ctx);
+        blocklist::check(command).map_err(ToolError::model)?;
+        let spec = command_spec("sh", vec!["-c".into(), command.to_owned()], &[], ctx)?;
         run_for_model(&spec, ctx).await
     }
 }

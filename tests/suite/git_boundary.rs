@@ -185,7 +185,7 @@ async fn a_hostile_user_git_config_cannot_redirect_the_push_or_the_token() {
 /// remote, and the push (with the token) goes to the decoy.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_command_writing_git_files_into_the_work_tree_cannot_change_where_the_push_goes() {
-    if upkeep::tools::sandbox::probe() != upkeep::tools::sandbox::SandboxKind::Landlock {
+    if !super::support::landlock_available() {
         eprintln!("SKIP: Landlock is not available, so commands may write anywhere upkeep can");
         return;
     }

@@ -13,5 +13,6 @@ mod hostile_repos;
 mod model_loop;
 mod providers;
 mod refresh;
+mod sandbox;
 mod secrets;
 pub mod support;

@@ -294,3 +294,14 @@ pub fn run_replay(upkeep: Upkeep, repo: &TestRepo, script: &Script, extra: &[&st
         .args(extra)
         .run()
 }
+
+/// Whether this kernel enforces Landlock's filesystem rules (the sandbox's first layer): asks
+/// the kernel to create (not apply) a ruleset, which restricts nothing.
+pub fn landlock_available() -> bool {
+    use landlock::{ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr};
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI::V1))
+        .and_then(|ruleset| ruleset.create())
+        .is_ok()
+}

@@ -1,0 +1,123 @@
+//! The namespaces a command runs in: its own network (loopback only) and its own process ids.
+//!
+//! Why: a network namespace takes the host's network away from a command completely (TCP, UDP,
+//! DNS, the host's loopback) while a project's own tests can still listen on and connect to
+//! 127.0.0.1 inside it. A PID namespace gives every process the command starts one common
+//! fate: when the namespace's first process (the sandbox's init) ends, the kernel kills every
+//! other process in it, including those that called `setsid` or double-forked.
+//!
+//! How: the supervisor stage of the trampoline calls `unshare` before it starts the rest. As
+//! root it unshares the namespaces directly ([`Namespaces::Direct`]). Otherwise it first makes a
+//! user namespace ([`Namespaces::User`]) in which its own user and group ids map to themselves
+//! (so files keep their owners and permissions) and `setgroups` is denied, which is what the
+//! kernel lets an unprivileged process do. Inside a new network namespace only `lo` exists,
+//! down; it is brought up through rtnetlink.
+
+use std::io;
+
+use nix::sched::{CloneFlags, unshare};
+use nix::unistd::{Gid, Uid, getegid, geteuid};
+use serde::{Deserialize, Serialize};
+
+/// How namespaces are made on this machine, if at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Namespaces {
+    /// Unshared directly: upkeep is privileged (root).
+    Direct,
+    /// Inside a new user namespace that maps upkeep's ids to themselves.
+    User,
+    /// None can be made (user namespaces disabled or restricted, no privilege).
+    None,
+}
+
+/// Makes the user (when `how` says so) and network namespaces, in the calling process, which
+/// must be single-threaded for a user namespace. The PID namespace is separate
+/// ([`enter_pid_namespace`]): once it is made, the process can no longer start threads.
+pub fn enter(how: Namespaces, network: bool) -> Result<(), String> {
+    let flags = if network {
+        CloneFlags::CLONE_NEWNET
+    } else {
+        CloneFlags::empty()
+    };
+    match how {
+        Namespaces::None => return Ok(()),
+        Namespaces::Direct if flags.is_empty() => return Ok(()),
+        Namespaces::Direct => unshare(flags).map_err(|error| format!("cannot unshare namespaces: {error}"))?,
+        Namespaces::User => {
+            let (uid, gid) = (geteuid(), getegid());
+            unshare(flags | CloneFlags::CLONE_NEWUSER)
+                .map_err(|error| format!("cannot make a user namespace: {error}"))?;
+            map_ids(uid, gid).map_err(|error| format!("cannot map ids in the user namespace: {error}"))?;
+        }
+    }
+    if network {
+        loopback_up().map_err(|error| format!("cannot bring up the loopback interface: {error}"))?;
+    }
+    Ok(())
+}
+
+/// Makes a PID namespace for the caller's next child (which becomes its init), after
+/// [`enter`] made the user namespace where one is needed.
+pub fn enter_pid_namespace() -> Result<(), String> {
+    unshare(CloneFlags::CLONE_NEWPID).map_err(|error| format!("cannot make a PID namespace: {error}"))
+}
+
+/// Tries the ways to make namespaces, best first, in this (throw-away) process, and returns the
+/// first that worked with a network namespace whose loopback came up.
+pub fn probe() -> Namespaces {
+    let works = |how| enter(how, true).and_then(|()| enter_pid_namespace()).is_ok();
+    if geteuid().is_root() && works(Namespaces::Direct) {
+        return Namespaces::Direct;
+    }
+    if works(Namespaces::User) {
+        return Namespaces::User;
+    }
+    Namespaces::None
+}
+
+fn map_ids(uid: Uid, gid: Gid) -> io::Result<()> {
+    // Without denying setgroups first, an unprivileged process may not write a gid map.
+    std::fs::write("/proc/self/setgroups", "deny")?;
+    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+    Ok(())
+}
+
+/// The loopback interface's index: the first interface every network namespace gets.
+const LOOPBACK_INDEX: u32 = 1;
+
+/// Sets `lo` up (RTM_NEWLINK with IFF_UP), waiting for the kernel's acknowledgement.
+fn loopback_up() -> io::Result<()> {
+    use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
+    use netlink_packet_route::RouteNetlinkMessage;
+    use netlink_packet_route::link::{LinkFlags, LinkMessage};
+    use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
+
+    let mut link = LinkMessage::default();
+    link.header.index = LOOPBACK_INDEX;
+    link.header.flags = LinkFlags::Up;
+    link.header.change_mask = LinkFlags::Up;
+    let mut header = NetlinkHeader::default();
+    header.flags = NLM_F_REQUEST | NLM_F_ACK;
+    header.sequence_number = 1;
+    let mut message = NetlinkMessage::new(header, NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewLink(link)));
+    message.finalize();
+    let mut buffer = vec![0; message.buffer_len()];
+    message.serialize(&mut buffer);
+
+    let mut socket = Socket::new(NETLINK_ROUTE)?;
+    socket.bind_auto()?;
+    socket.connect(&SocketAddr::new(0, 0))?;
+    socket.send(&buffer, 0)?;
+    let (reply, _) = socket.recv_from_full()?;
+    let reply = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&reply)
+        .map_err(|error| io::Error::other(format!("unreadable netlink reply: {error}")))?;
+    match reply.payload {
+        NetlinkPayload::Error(error) => match error.code {
+            None => Ok(()),
+            Some(code) => Err(io::Error::from_raw_os_error(-code.get())),
+        },
+        other => Err(io::Error::other(format!("unexpected netlink reply: {other:?}"))),
+    }
+}

@@ -1,0 +1,226 @@
+//! Which sandbox commands get on this machine: found out once per run, reported in
+//! `run_started.sandbox`, and then enforced exactly by the trampoline for every command.
+//!
+//! Why: what the kernel offers varies (Landlock's version, whether user namespaces are allowed,
+//! whether upkeep runs as root). A run decides up front from a [`Probe`] made in a throw-away
+//! child process, so the operator sees what applies before any work, `--require-sandbox` can
+//! refuse to start, and the trampoline never quietly falls back to less than was reported: it
+//! refuses to run a command whose [`SandboxPlan`] it cannot carry out.
+
+use serde::{Deserialize, Serialize};
+
+use super::limits::{Limits, ProcessLimit};
+use super::namespaces::Namespaces;
+
+/// Filesystem confinement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Filesystem {
+    /// Landlock: writes only beneath the work tree and the scratch directory.
+    Landlock,
+    /// None: the kernel has no Landlock.
+    None,
+}
+
+/// How commands are kept off the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Network {
+    /// The operator passed `--allow-network`.
+    Allowed,
+    /// A network namespace with only its own loopback interface.
+    Namespace,
+    /// Landlock denies TCP bind and connect (Linux 6.7+). UDP (and so DNS) stays open, and the
+    /// project's own loopback TCP is denied too.
+    LandlockTcp,
+    /// Nothing can isolate commands from the network here.
+    None,
+}
+
+/// What is left of the capability sets in a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capabilities {
+    /// All five sets (bounding, ambient, inheritable, permitted, effective) are empty.
+    None,
+    /// Permitted, effective, inheritable and ambient are empty; the bounding set could not be
+    /// cleared (no namespace, no `CAP_SETPCAP`). `no_new_privs` still stops any program from
+    /// gaining a capability.
+    BoundingSetKept,
+}
+
+/// How every process a command started is ended with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cleanup {
+    /// The command runs in its own PID namespace; the kernel kills all of it at once.
+    PidNamespace,
+    /// The sandbox's supervisor is a child subreaper and kills every descendant until none is left.
+    Subreaper,
+}
+
+/// What this machine offers, as found by the trampoline's probe stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// Landlock's filesystem rules are enforced (ABI 1, Linux 5.13).
+    pub landlock_filesystem: bool,
+    /// Landlock can deny TCP bind and connect (ABI 4).
+    pub landlock_tcp: bool,
+    /// Landlock can stop signals to processes outside the sandbox (ABI 6).
+    pub landlock_signal_scope: bool,
+    pub namespaces: Namespaces,
+    /// upkeep runs with user id 0.
+    pub root: bool,
+    /// The capability bounding set can be cleared without a namespace.
+    pub can_clear_bounding_set: bool,
+    /// A pids cgroup can be made (only looked for as root).
+    pub pids_cgroup: bool,
+}
+
+impl Probe {
+    /// What to assume when the probe itself could not run: nothing.
+    pub fn nothing() -> Self {
+        Probe {
+            landlock_filesystem: false,
+            landlock_tcp: false,
+            landlock_signal_scope: false,
+            namespaces: Namespaces::None,
+            root: false,
+            can_clear_bounding_set: false,
+            pids_cgroup: false,
+        }
+    }
+}
+
+/// The sandbox every command of a run gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPlan {
+    pub filesystem: Filesystem,
+    pub network: Network,
+    pub namespaces: Namespaces,
+    pub capabilities: Capabilities,
+    pub process_limit: ProcessLimit,
+    pub cleanup: Cleanup,
+    /// Landlock stops signals from the command to upkeep's side of the sandbox.
+    pub signal_scope: bool,
+}
+
+impl SandboxPlan {
+    /// The strongest sandbox `probe` allows. A network namespace is preferred over Landlock's
+    /// TCP rules: it also covers UDP and DNS, and it keeps a project's own loopback tests
+    /// working, which Landlock's rules would break.
+    pub fn decide(probe: &Probe, allow_network: bool) -> Self {
+        let namespaces = probe.namespaces;
+        let has_namespaces = namespaces != Namespaces::None;
+        SandboxPlan {
+            filesystem: if probe.landlock_filesystem {
+                Filesystem::Landlock
+            } else {
+                Filesystem::None
+            },
+            network: if allow_network {
+                Network::Allowed
+            } else if has_namespaces {
+                Network::Namespace
+            } else if probe.landlock_tcp {
+                Network::LandlockTcp
+            } else {
+                Network::None
+            },
+            namespaces,
+            capabilities: if has_namespaces || probe.can_clear_bounding_set {
+                Capabilities::None
+            } else {
+                Capabilities::BoundingSetKept
+            },
+            process_limit: match (probe.root, probe.pids_cgroup, namespaces) {
+                (true, true, _) => ProcessLimit::Cgroup,
+                (true, false, _) => ProcessLimit::None,
+                (false, _, Namespaces::User) => ProcessLimit::Rlimit,
+                (false, _, _) => ProcessLimit::RlimitPerUser,
+            },
+            cleanup: if has_namespaces {
+                Cleanup::PidNamespace
+            } else {
+                Cleanup::Subreaper
+            },
+            signal_scope: probe.landlock_signal_scope,
+        }
+    }
+
+    /// `--require-sandbox`: what is missing, if anything. Filesystem confinement is required,
+    /// and network isolation unless the operator allowed the network.
+    pub fn missing_requirements(&self) -> Option<String> {
+        let mut missing = Vec::new();
+        if self.filesystem == Filesystem::None {
+            missing.push("filesystem confinement (Landlock, Linux 5.13+ with Landlock enabled)");
+        }
+        if self.network == Network::None {
+            missing.push(
+                "network isolation (user or network namespaces, or Landlock ABI 4, Linux 6.7+; or pass --allow-network)",
+            );
+        }
+        (!missing.is_empty()).then(|| missing.join(" and "))
+    }
+}
+
+/// `run_started.sandbox`: what commands get in this run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxReport {
+    pub filesystem: Filesystem,
+    pub network: Network,
+    pub capabilities: Capabilities,
+    pub limits: LimitsReport,
+    pub cleanup: Cleanup,
+}
+
+/// The limits of `run_started.sandbox`, with what enforces the process limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitsReport {
+    pub processes: u64,
+    pub memory_mb: u64,
+    pub file_size_mb: u64,
+    pub cpu_seconds: u64,
+    pub processes_enforced_by: ProcessLimit,
+}
+
+impl SandboxReport {
+    pub fn new(plan: &SandboxPlan, limits: &Limits) -> Self {
+        SandboxReport {
+            filesystem: plan.filesystem,
+            network: plan.network,
+            capabilities: plan.capabilities,
+            limits: LimitsReport {
+                processes: limits.processes,
+                memory_mb: limits.memory_mb,
+                file_size_mb: limits.file_size_mb,
+                cpu_seconds: limits.cpu_seconds,
+                processes_enforced_by: plan.process_limit,
+            },
+            cleanup: plan.cleanup,
+        }
+    }
+
+    /// One line for people: `filesystem landlock, network namespace, ...`.
+    pub fn summary(&self) -> String {
+        format!(
+            "filesystem {}, network {}, capabilities {}, cleanup {}",
+            wire_name(self.filesystem),
+            wire_name(self.network),
+            wire_name(self.capabilities),
+            wire_name(self.cleanup)
+        )
+    }
+}
+
+/// The name a plan's enum value has in JSON.
+fn wire_name(value: impl Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -1,0 +1,103 @@
+use super::*;
+
+fn probe() -> Probe {
+    Probe {
+        landlock_filesystem: true,
+        landlock_tcp: true,
+        landlock_signal_scope: true,
+        namespaces: Namespaces::User,
+        root: false,
+        can_clear_bounding_set: false,
+        pids_cgroup: false,
+    }
+}
+
+#[test]
+fn a_namespace_is_preferred_over_landlock_tcp_rules() {
+    let plan = SandboxPlan::decide(&probe(), false);
+    assert_eq!(plan.network, Network::Namespace);
+    assert_eq!(plan.cleanup, Cleanup::PidNamespace);
+    assert_eq!(plan.capabilities, Capabilities::None);
+    assert_eq!(plan.process_limit, ProcessLimit::Rlimit);
+    assert_eq!(plan.missing_requirements(), None);
+}
+
+#[test]
+fn without_namespaces_landlock_tcp_rules_and_a_subreaper_apply() {
+    let plan = SandboxPlan::decide(
+        &Probe {
+            namespaces: Namespaces::None,
+            ..probe()
+        },
+        false,
+    );
+    assert_eq!(plan.network, Network::LandlockTcp);
+    assert_eq!(plan.cleanup, Cleanup::Subreaper);
+    assert_eq!(plan.capabilities, Capabilities::BoundingSetKept);
+    assert_eq!(plan.process_limit, ProcessLimit::RlimitPerUser);
+}
+
+#[test]
+fn allow_network_is_reported_as_allowed_whatever_the_kernel_has() {
+    assert_eq!(SandboxPlan::decide(&probe(), true).network, Network::Allowed);
+    assert_eq!(SandboxPlan::decide(&Probe::nothing(), true).network, Network::Allowed);
+    assert_eq!(
+        SandboxPlan::decide(&Probe::nothing(), true)
+            .missing_requirements()
+            .map(|m| m.contains("network")),
+        Some(false)
+    );
+}
+
+#[test]
+fn root_limits_processes_with_a_cgroup_or_not_at_all() {
+    let root = Probe {
+        root: true,
+        namespaces: Namespaces::Direct,
+        ..probe()
+    };
+    assert_eq!(SandboxPlan::decide(&root, false).process_limit, ProcessLimit::None);
+    let with_cgroup = Probe {
+        pids_cgroup: true,
+        ..root
+    };
+    assert_eq!(
+        SandboxPlan::decide(&with_cgroup, false).process_limit,
+        ProcessLimit::Cgroup
+    );
+}
+
+#[test]
+fn require_sandbox_names_what_is_missing() {
+    let plan = SandboxPlan::decide(&Probe::nothing(), false);
+    let missing = plan.missing_requirements().expect("nothing is available");
+    assert!(missing.contains("filesystem confinement"), "{missing}");
+    assert!(missing.contains("network isolation"), "{missing}");
+}
+
+#[test]
+fn the_report_has_the_documented_shape() {
+    let plan = SandboxPlan::decide(&probe(), false);
+    let report = SandboxReport::new(&plan, &Limits::default());
+    let value = serde_json::to_value(report).expect("serializes");
+    assert_eq!(
+        value,
+        serde_json::json!({
+            "filesystem": "landlock",
+            "network": "namespace",
+            "capabilities": "none",
+            "limits": {
+                "processes": 4096,
+                "memory_mb": 8192,
+                "file_size_mb": 8192,
+                "cpu_seconds": 3600,
+                "processes_enforced_by": "rlimit"
+            },
+            "cleanup": "pid-namespace"
+        })
+    );
+    assert_eq!(
+        report.summary(),
+        "filesystem landlock, network namespace, capabilities none, cleanup pid-namespace"
+    );
+}
