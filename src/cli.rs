@@ -155,6 +155,10 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_DRAFT")]
     pub draft: bool,
 
+    /// Give up a clone, fetch or push when no byte moved for this many seconds [default: 120]
+    #[arg(long, env = "UPKEEP_GIT_STALL_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub git_stall_timeout: Option<u64>,
+
     /// Timeout per command of run_shell_command and declared tools, in seconds [default: 120]
     #[arg(long, env = "UPKEEP_SHELL_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
     pub shell_timeout: Option<u64>,

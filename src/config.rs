@@ -68,6 +68,10 @@ pub struct FileConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DeclaredToolConfig {
+    /// Where the declaration was read (`--config <path>` or `.upkeep.toml`), for errors and
+    /// for `run_started`/`cycle_started`, which say which program each exposed tool runs.
+    #[serde(skip)]
+    pub declared_in: String,
     pub name: String,
     pub description: String,
     pub cmd: String,
@@ -384,6 +388,8 @@ pub struct Config {
     pub trace: Option<PathBuf>,
     pub budgets: Budgets,
     pub depth: u32,
+    /// How long git transfers may go without a byte moving (`--git-stall-timeout`).
+    pub git_stall_timeout: Duration,
     pub draft: bool,
     pub commands: CommandSettings,
     pub allow_tools: Vec<String>,
@@ -571,7 +577,13 @@ impl Config {
         }
 
         let operator = match &args.config {
-            Some(path) => FileConfig::load(path)?,
+            Some(path) => {
+                let mut file = FileConfig::load(path)?;
+                for tool in &mut file.tools {
+                    tool.declared_in = format!("--config {}", path.display());
+                }
+                file
+            }
             None => FileConfig::default(),
         };
         let limits = operator
@@ -618,6 +630,9 @@ impl Config {
                 timeout: args.timeout.map(Into::into),
             },
             depth: args.depth.unwrap_or(1),
+            git_stall_timeout: args
+                .git_stall_timeout
+                .map_or(crate::repo::stop::DEFAULT_STALL_TIMEOUT, Duration::from_secs),
             draft: args.draft,
             commands: CommandSettings {
                 timeout: Duration::from_secs(args.shell_timeout.unwrap_or(DEFAULT_SHELL_TIMEOUT_SECS)),
@@ -658,7 +673,10 @@ impl Config {
         for tool in &repo_file.tools {
             // The operator's declaration of a name wins over the repository's.
             if !declared_tools.iter().any(|t| t.name == tool.name) {
-                declared_tools.push(tool.clone());
+                declared_tools.push(DeclaredToolConfig {
+                    declared_in: REPO_CONFIG_FILE.to_owned(),
+                    ..tool.clone()
+                });
             }
         }
         // Prices are the operator's alone (a repository file that sets them is refused).

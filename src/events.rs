@@ -27,9 +27,16 @@ pub enum Event {
         /// What commands run in (`null` when no command tool is enabled): see
         /// [`crate::exec::SandboxReport`] and `docs/commands.md`.
         sandbox: Option<crate::exec::SandboxReport>,
+        /// The operator's declared command tools the model is offered.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        declared_tools: Vec<DeclaredToolReport>,
     },
     CycleStarted {
         base: String,
+        /// Every declared command tool offered in this cycle (the operator's and the
+        /// repository's `.upkeep.toml`'s), with the program it runs.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        declared_tools: Vec<DeclaredToolReport>,
     },
     ModelResponse {
         content: String,
@@ -77,6 +84,15 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+}
+
+/// A declared command tool the model is offered: what it runs, and who declared it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeclaredToolReport {
+    pub name: String,
+    pub program: String,
+    /// `--config <path>` or `.upkeep.toml`.
+    pub declared_in: String,
 }
 
 /// Where in the run an event happened.
@@ -203,6 +219,7 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             model,
             dangerous_tools,
             sandbox,
+            ..
         } => format!(
             "upkeep: {repo} ({mode} mode, {provider}/{model}{})",
             match (dangerous_tools, sandbox) {
@@ -212,7 +229,16 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
                 (false, None) => String::new(),
             }
         ),
-        Event::CycleStarted { base } => format!("── cycle {} on {base}", scope.cycle.unwrap_or(1)),
+        Event::CycleStarted { base, declared_tools } => {
+            let mut line = format!("── cycle {} on {base}", scope.cycle.unwrap_or(1));
+            for tool in declared_tools {
+                line.push_str(&format!(
+                    "\n   declared tool {} runs `{}` (declared in {})",
+                    tool.name, tool.program, tool.declared_in
+                ));
+            }
+            line
+        }
         Event::ModelResponse { .. } => return None,
         Event::Plan { plan } => format!("{turn}plan: {}", one_line(plan, 160)),
         Event::ToolCall { tool, arguments } => {

@@ -376,8 +376,6 @@ impl Runner<'_> {
     async fn run(&mut self) -> Result<RunEnd, RunError> {
         let config = self.config;
         let provider = llm::build(&config.provider)?;
-        // Until the lead wires `--git-stall-timeout`, the variable it would read sets it.
-        crate::repo::stop::stall_timeout_from_env().map_err(ConfigError)?;
         let forge = build_forge(config)?;
         let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
         let sandbox = if commands_enabled {
@@ -395,6 +393,7 @@ impl Runner<'_> {
                 model: provider.model().into(),
                 dangerous_tools: config.dangerous_tools,
                 sandbox: sandbox.map(|plan| crate::exec::SandboxReport::new(&plan, &config.commands.limits)),
+                declared_tools: crate::briefing::exposed_declared_tools(config, &config.operator.tools),
             },
         );
         loop {
@@ -462,7 +461,7 @@ impl Runner<'_> {
             auth: GitAuth {
                 token: config.github.token.clone(),
             },
-            stall_timeout: crate::repo::stop::stall_timeout_from_env().map_err(ConfigError)?,
+            stall_timeout: config.git_stall_timeout,
             scope: self.scope.clone(),
         };
         Ok(Workspace::clone_repo(request, self.git_stop()).await?)
@@ -545,7 +544,10 @@ impl Runner<'_> {
                 cycle: Some(cycle),
                 turn: None,
             },
-            Event::CycleStarted { base: base.clone() },
+            Event::CycleStarted {
+                base: base.clone(),
+                declared_tools: crate::briefing::exposed_declared_tools(config, &settings.declared_tools),
+            },
         );
 
         let files = WorkTree::open(workspace.root(), &settings.protected_paths)

@@ -26,6 +26,9 @@ pub enum WorkspaceError {
     NotABotBranch(String),
     #[error("nothing to commit: the working tree has no changes")]
     NothingToCommit,
+    /// A file of the change (or its message) holds a secret value upkeep knows.
+    #[error("{0} holds a secret value (a token or API key upkeep holds); nothing was committed")]
+    SecretInChange(String),
     #[error("interrupted")]
     Interrupted,
     /// The run's `--timeout` passed during git work: a budget (exit 4), not a failure.

@@ -50,13 +50,18 @@ impl Tool for CreatePullRequest {
 
         let on_bot_branch = workspace.current_branch().await.map_err(fatal)? == branch;
         let message = format!("{title}\n\n{}", crate::forge::body_with_issue(&body, issue));
-        match workspace.commit(&branch, &message, ctx.identity).await {
+        match workspace.commit(&branch, &message, ctx.identity, ctx.redactor).await {
             Ok(_) => {}
             Err(WorkspaceError::NothingToCommit) if on_bot_branch => {}
             Err(WorkspaceError::NothingToCommit) => {
                 return Err(ToolError::model(
                     "there are no changes to propose: make the changes with write_file or edit_file first, or call finish if nothing needs changing",
                 ));
+            }
+            Err(WorkspaceError::SecretInChange(place)) => {
+                return Err(ToolError::model(format!(
+                    "{place} contains a secret value (a token or API key upkeep holds), so nothing was committed or pushed; remove it from the change and call create_pull_request again"
+                )));
             }
             Err(error) => return Err(fatal(error)),
         }

@@ -63,7 +63,12 @@ fn a_private_repository_clones_and_pushes_with_the_token_as_basic_credentials() 
     }
     std::fs::write(workspace.root().join("blob.bin"), &noise).expect("write");
     let commit = workspace
-        .commit_blocking("upkeep/big", "Add a big file", &Identity::default())
+        .commit_blocking(
+            "upkeep/big",
+            "Add a big file",
+            &Identity::default(),
+            &upkeep::secrets::Redactor::default(),
+        )
         .expect("commit");
     workspace.push_blocking("upkeep/big", &auth.auth).expect("push");
     assert_eq!(git(&bare, &["rev-parse", "refs/heads/upkeep/big"]), commit.to_string());
