@@ -71,6 +71,11 @@ pub enum Event {
         question: String,
         issue: Option<u64>,
     },
+    /// A cycle ended without `finish` while the clone held changes no pull request carries.
+    UnsavedChanges {
+        files: Vec<String>,
+        diff: String,
+    },
     CycleFinished {
         outcome: String,
     },
@@ -272,6 +277,8 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
                 "┌─ upkeep has a question for a human ─────────────\n{body}└─ answer it, then run upkeep again (exit code 3)"
             )
         }
+        // Said in full by the orchestrator, with the diff.
+        Event::UnsavedChanges { .. } => return None,
         Event::CycleFinished { outcome } => format!("── cycle {} finished: {outcome}", scope.cycle.unwrap_or(1)),
         Event::RunFinished {
             outcome,

@@ -186,6 +186,8 @@ pub struct RunSummary {
     pub question: Option<String>,
     /// The error that ended the run, when one did.
     pub error: Option<String>,
+    /// Changes cycles left in their clones that no pull request carries (reported, not saved).
+    pub unsaved_changes: Vec<crate::repo::UnsavedChanges>,
 }
 
 impl RunSummary {
@@ -201,6 +203,7 @@ impl RunSummary {
             pull_requests: Vec::new(),
             question: None,
             error: Some(error.to_string()),
+            unsaved_changes: Vec::new(),
         }
     }
 }
@@ -238,6 +241,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         question: None,
         kept: None,
         scope: cleanup::Scope::new(),
+        unsaved: Vec::new(),
         commands: config.commands.clone(),
     };
     let result = runner.run().await;
@@ -305,6 +309,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         pull_requests: runner.pull_requests,
         question: runner.question,
         error,
+        unsaved_changes: runner.unsaved,
     }
 }
 
@@ -326,6 +331,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         events: &events,
         cancel: &cancel,
         scope: cleanup::Scope::new(),
+        unsaved: Vec::new(),
         commands: config.commands.clone(),
         cycles: 1,
         budget: None,
@@ -368,6 +374,8 @@ struct Runner<'a> {
     kept: Option<Workspace>,
     /// The run's temporary directories, waited for before the run reports.
     scope: cleanup::Scope,
+    /// Changes left in clones that no pull request carries, for the run's summary.
+    unsaved: Vec<crate::repo::UnsavedChanges>,
     /// The operator's command settings plus the sandbox decided for this run.
     commands: CommandSettings,
 }
@@ -449,6 +457,32 @@ impl Runner<'_> {
         }
         self.commands.sandbox = Some(plan);
         Ok(plan)
+    }
+
+    /// Reports the changes in the clone that no pull request of the cycle carries, before the
+    /// clone is removed: an `unsaved_changes` event, and the files and diff for people.
+    async fn report_unsaved(&mut self, cycle: u32, workspace: &Workspace) {
+        let Some(changes) = workspace.unsaved_for_report().await else {
+            return;
+        };
+        if changes.is_empty() {
+            return;
+        }
+        self.events.say(&format!(
+            "upkeep: the cycle ended with changes no pull request carries; they are not saved anywhere else:\n{}",
+            changes.diff
+        ));
+        self.events.emit(
+            Scope {
+                cycle: Some(cycle),
+                turn: None,
+            },
+            Event::UnsavedChanges {
+                files: changes.files.clone(),
+                diff: changes.diff.clone(),
+            },
+        );
+        self.unsaved.push(changes);
     }
 
     async fn clone(&self, base: Option<String>) -> Result<Workspace, RunError> {
@@ -603,7 +637,13 @@ impl Runner<'_> {
                 budget,
                 &mut self.pull_requests,
             )
-            .await?;
+            .await;
+        // A cycle that did not end with `finish` (a budget, a question, an error, an interrupt)
+        // may leave work no pull request carries: it is reported, never dropped silently.
+        if !matches!(outcome, Ok(CycleOutcome::Finished { .. })) {
+            self.report_unsaved(cycle, &workspace).await;
+        }
+        let outcome = outcome?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
         // (and every error above) drops it here, which removes the temporary directory.

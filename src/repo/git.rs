@@ -130,6 +130,9 @@ pub(super) struct Inner {
     pub is_local: bool,
     pub stall_timeout: Duration,
     pub stop: Stop,
+    /// The last commit a pull request of this cycle carries (`None`: the base commit); see
+    /// `changes.rs`.
+    pub saved: std::sync::Mutex<Option<git2::Oid>>,
     // Last: removes the directory once everything above is done with it.
     pub _dir: TempRoot,
 }
@@ -242,6 +245,7 @@ impl Workspace {
                 url: request.url.clone(),
                 base: fetched.branch,
                 base_commit: fetched.tip,
+                saved: std::sync::Mutex::new(None),
                 depth: request.depth,
                 is_local: request.is_local,
                 stall_timeout: request.stall_timeout,

@@ -15,6 +15,7 @@
 //!
 //! `docs/git.md` describes the git side for users, `docs/safety.md` the whole boundary.
 
+mod changes;
 mod checkout;
 pub mod cleanup;
 mod error;
@@ -29,6 +30,7 @@ pub mod transport;
 mod waiting;
 pub mod walk;
 
+pub use changes::UnsavedChanges;
 pub use fs::{EntryKind, GateError, RepoPath, WorkTree, Written};
 pub use git::{BOT_BRANCH_PREFIX, CloneRequest, GitAuth, Identity, Workspace, WorkspaceError, patch_text};
 pub use stop::{Stop, StopReason};

@@ -50,9 +50,10 @@ impl Tool for CreatePullRequest {
 
         let on_bot_branch = workspace.current_branch().await.map_err(fatal)? == branch;
         let message = format!("{title}\n\n{}", crate::forge::body_with_issue(&body, issue));
-        match workspace.commit(&branch, &message, ctx.identity, ctx.redactor).await {
-            Ok(_) => {}
-            Err(WorkspaceError::NothingToCommit) if on_bot_branch => {}
+        let commit = match workspace.commit(&branch, &message, ctx.identity, ctx.redactor).await {
+            Ok(commit) => commit,
+            // The change was committed by an earlier call whose publishing failed: publish it.
+            Err(WorkspaceError::NothingToCommit) if on_bot_branch => workspace.head().await.map_err(fatal)?,
             Err(WorkspaceError::NothingToCommit) => {
                 return Err(ToolError::model(
                     "there are no changes to propose: make the changes with write_file or edit_file first, or call finish if nothing needs changing",
@@ -64,7 +65,7 @@ impl Tool for CreatePullRequest {
                 )));
             }
             Err(error) => return Err(fatal(error)),
-        }
+        };
         let draft = PullRequestDraft {
             branch,
             base: workspace.base_branch().to_owned(),
@@ -75,6 +76,8 @@ impl Tool for CreatePullRequest {
         };
         match ctx.forge.publish(workspace, &draft).await {
             Ok(mut pull_request) => {
+                // What the pull request carries is saved: `finish` may end the cycle now.
+                workspace.mark_saved(commit);
                 pull_request.task_key = draft.task_key.clone();
                 Ok(ToolOutput::PullRequest(pull_request))
             }

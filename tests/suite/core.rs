@@ -189,7 +189,13 @@ fn safe_mode_rejects_run_shell_command_and_never_runs_it() {
         .expect("read ran");
     assert_eq!(read["ok"], false, "marker.txt was never created: {read}");
 
-    // With the flag the same script runs the command.
+    // With the flag the same script runs the command (and then removes what it made, which
+    // `finish` would otherwise refuse to drop).
+    let mut replies = replies.to_vec();
+    replies.insert(
+        2,
+        reply("tidy up", &[("run_shell_command", json!({"command": "rm marker.txt"}))]),
+    );
     let script = Script::new(&replies);
     let out = run_local(&repo, &script, &["--task", "t", "--allow-dangerous-tools"]);
     out.assert_code(0);

@@ -585,10 +585,24 @@ async fn a_refused_push_is_a_failed_tool_result_and_opens_nothing() {
     hub.git.reject_pushes_to("refs/heads/upkeep/add-notes");
     let script = Script::new(&[
         write_and_propose("NOTES.md", "notes\n", "Add notes", None),
-        finish("completed"),
+        // `finish` would drop the unpublished change: the model has to ask instead.
+        reply(
+            "stuck",
+            &[(
+                "ask_question",
+                json!({"question_text": "The pull request could not be opened. What now?"}),
+            )],
+        ),
     ]);
     let out = hub.run(&script, &["--task", "add notes"]);
-    out.assert_code(0);
+    out.assert_code(3);
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "the change is reported, not dropped: {}", out.stdout);
+    assert!(
+        unsaved[0]["diff"].as_str().unwrap_or("").contains("+notes"),
+        "{}",
+        unsaved[0]
+    );
     let result = result_of(&out, "create_pull_request");
     assert_eq!(result["ok"], false, "{result}");
     assert!(result["output"].as_str().unwrap_or("").contains("rejected"), "{result}");
@@ -657,10 +671,24 @@ async fn a_validation_error_goes_back_to_the_model_as_a_failed_result() {
     .await;
     let script = Script::new(&[
         write_and_propose("NOTES.md", "notes\n", "Add notes", None),
-        finish("completed"),
+        // `finish` would drop the unpublished change: the model has to ask instead.
+        reply(
+            "stuck",
+            &[(
+                "ask_question",
+                json!({"question_text": "The pull request could not be opened. What now?"}),
+            )],
+        ),
     ]);
     let out = hub.run(&script, &["--task", "add notes"]);
-    out.assert_code(0);
+    out.assert_code(3);
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "the change is reported, not dropped: {}", out.stdout);
+    assert!(
+        unsaved[0]["diff"].as_str().unwrap_or("").contains("+notes"),
+        "{}",
+        unsaved[0]
+    );
     let result = result_of(&out, "create_pull_request");
     assert_eq!(result["ok"], false, "{result}");
     let output = result["output"].as_str().unwrap_or("");

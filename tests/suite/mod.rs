@@ -16,3 +16,4 @@ mod refresh;
 mod sandbox;
 mod secrets;
 pub mod support;
+mod unsaved;

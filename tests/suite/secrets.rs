@@ -150,7 +150,13 @@ fn a_secret_assembled_across_calls_is_never_committed() {
                 ),
             ],
         ),
-        super::support::finish("no_tasks"),
+        reply(
+            "stuck",
+            &[(
+                "ask_question",
+                json!({"question_text": "Where should the token come from?"}),
+            )],
+        ),
     ]);
     let out = super::support::run_replay(
         Upkeep::new().env("GITHUB_TOKEN", GITHUB_TOKEN),
@@ -158,7 +164,7 @@ fn a_secret_assembled_across_calls_is_never_committed() {
         &script,
         &["--task", "Add a config file"],
     );
-    out.assert_code(0);
+    out.assert_code(3);
     let results = out.events_of("tool_result");
     let proposal = results
         .iter()
@@ -174,4 +180,12 @@ fn a_secret_assembled_across_calls_is_never_committed() {
     );
     assert!(repo.bot_branches().is_empty(), "nothing was published");
     assert!(!out.stdout.contains(GITHUB_TOKEN) && !out.stderr.contains(GITHUB_TOKEN));
+    // The unsaved change is reported, with the secret redacted from the diff.
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "{}", out.stdout);
+    assert!(
+        unsaved[0]["diff"].as_str().unwrap_or("").contains("[REDACTED]"),
+        "{}",
+        unsaved[0]
+    );
 }
