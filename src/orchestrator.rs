@@ -84,6 +84,10 @@ impl From<WorkspaceError> for RunError {
         match error {
             WorkspaceError::Interrupted => RunError::Interrupted,
             WorkspaceError::TimedOut => RunError::Deadline,
+            // What the operator asked for cannot be worked: said before any model call.
+            error @ (WorkspaceError::MissingBase { .. } | WorkspaceError::EmptyRepository(_)) => {
+                RunError::Usage(ConfigError(error.to_string()))
+            }
             other => RunError::Failure(anyhow::Error::new(other)),
         }
     }
@@ -422,7 +426,12 @@ impl Runner<'_> {
                     outcome: outcome.into(),
                 },
             );
-            let end = end?;
+            let end = end.map_err(|error| match error {
+                // After the first cycle the work has started: what was a usage error before
+                // (a base branch deleted on the remote, a broken .upkeep.toml merged) is a failure.
+                RunError::Usage(error) if cycle > 1 => RunError::Failure(error.into()),
+                other => other,
+            })?;
             match (config.mode, end) {
                 (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) if cycle < config.max_cycles => continue,
                 (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) => {

@@ -218,3 +218,18 @@ fn run_and_cycle_start_name_each_exposed_declared_tool_and_its_origin() {
         out.stderr
     );
 }
+
+/// A base branch that does not exist is a usage error, naming the default branch to use.
+#[test]
+fn a_missing_base_branch_is_a_usage_error_that_names_the_default() {
+    let repo = TestRepo::new();
+    let script = super::support::Script::new(&[super::support::finish("no_tasks")]);
+    let out = super::support::run_local(&repo, &script, &["--base", "develop"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("`develop` does not exist") && out.stderr.contains("--base main"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.events_of("model_response").is_empty());
+}

@@ -114,7 +114,7 @@ fn a_missing_repository_is_not_mistaken_for_a_missing_branch() {
     let (served, _bare, _origin) = served_repository();
     let server = GitHttpServer::start(served.path(), None);
     let error = clone(&request(format!("{}/o/missing.git", server.url()), None)).expect_err("no such repository");
-    assert!(!matches!(error, WorkspaceError::MissingBase(_)), "{error:?}");
+    assert!(!matches!(error, WorkspaceError::MissingBase { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
         message.contains("404") && message.contains("no such repository"),

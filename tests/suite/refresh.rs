@@ -275,7 +275,7 @@ fn a_base_branch_deleted_on_the_remote_is_an_error_not_a_stale_tip() {
         .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect_err("the base is gone");
     assert!(
-        matches!(error, WorkspaceError::MissingBase(ref base) if base == "develop"),
+        matches!(error, WorkspaceError::MissingBase { ref branch, .. } if branch == "develop"),
         "{error}"
     );
 }
