@@ -195,15 +195,28 @@ impl EventSink {
         };
         if shown {
             if let Some(text) = render_human(scope, &event) {
-                self.say(&text);
+                self.write_stderr(&text);
             }
         }
     }
 
-    /// A line for people on stderr, redacted like everything else, with control characters
+    /// A progress line for people on stderr (not with `--quiet`).
+    pub fn say(&self, text: &str) {
+        if self.verbosity == Verbosity::Normal {
+            self.write_stderr(text);
+        }
+    }
+
+    /// A line people must see even with `--quiet`: an error, a question, work that was not
+    /// saved, why the run stopped.
+    pub fn alert(&self, text: &str) {
+        self.write_stderr(text);
+    }
+
+    /// Writes a line to stderr, redacted like everything else, with control characters
     /// escaped: it carries model text, file names, command output and issue titles, none of
     /// which may move the cursor, recolour the terminal or hide a line. (JSON output is exact.)
-    pub fn say(&self, text: &str) {
+    fn write_stderr(&self, text: &str) {
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(stderr, "{}", crate::text::escape_terminal(&self.redactor.redact(text)));
     }

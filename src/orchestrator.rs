@@ -255,7 +255,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         .await
         .unwrap_or_default();
     for (path, error) in &left {
-        events.say(&format!(
+        events.alert(&format!(
             "upkeep: could not remove the temporary directory {}: {error}",
             path.display()
         ));
@@ -263,11 +263,11 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
     let (status, outcome, error) = match &result {
         Ok(end) => (end.exit(), end.as_str(), None),
         Err(RunError::Usage(error)) => {
-            events.say(&format!("upkeep: configuration error: {error}"));
+            events.alert(&format!("upkeep: configuration error: {error}"));
             (ExitStatus::Usage, "usage_error", Some(error.to_string()))
         }
         Err(RunError::Interrupted) => {
-            events.say(if left.is_empty() {
+            events.alert(if left.is_empty() {
                 "upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt"
             } else {
                 "upkeep: interrupted; nothing was pushed after the interrupt"
@@ -275,11 +275,11 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             (ExitStatus::Interrupted, "interrupted", Some("interrupted".to_owned()))
         }
         Err(RunError::Deadline) => {
-            events.say("upkeep: stopped: --timeout reached during git work");
+            events.alert("upkeep: stopped: --timeout reached during git work");
             (ExitStatus::Budget, "limit", None)
         }
         Err(RunError::Failure(error)) => {
-            events.say(&format!("upkeep: error: {error:#}"));
+            events.alert(&format!("upkeep: error: {error:#}"));
             (
                 ExitStatus::Failure,
                 "error",
@@ -354,7 +354,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         workspace.base_branch(),
         forge.as_ref(),
         &[],
-        &|text| events.say(text),
+        &|text| events.alert(text),
     )
     .await
     .map_err(|error| {
@@ -477,7 +477,7 @@ impl Runner<'_> {
         if changes.is_empty() {
             return;
         }
-        self.events.say(&format!(
+        self.events.alert(&format!(
             "upkeep: the cycle ended with changes no pull request carries; they are not saved anywhere else:\n{}",
             changes.diff
         ));
@@ -597,7 +597,7 @@ impl Runner<'_> {
             .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
         let task_key = config.task.as_deref().map(crate::tools::branch::task_key);
         let briefing = brief(config, &settings, &files, &base, forge, &self.pull_requests, &|text| {
-            self.events.say(text)
+            self.events.alert(text)
         })
         .await
         .map_err(|error| match error {
@@ -690,11 +690,11 @@ impl Runner<'_> {
             CycleOutcome::Question { question, issue } => {
                 self.question = Some(question.clone());
                 match forge.post_question(issue, &question).await {
-                    Ok(Some(place)) => self.events.say(&format!("question posted: {place}")),
+                    Ok(Some(place)) => self.events.alert(&format!("question posted: {place}")),
                     Ok(None) => {}
                     Err(error) => self
                         .events
-                        .say(&format!("upkeep: could not post the question: {error}")),
+                        .alert(&format!("upkeep: could not post the question: {error}")),
                 }
                 self.events.emit(
                     Scope {
@@ -706,10 +706,10 @@ impl Runner<'_> {
                 RunEnd::Question
             }
             CycleOutcome::Limit(limit) => {
-                self.events.say(&format!("upkeep: stopped: {limit}"));
+                self.events.alert(&format!("upkeep: stopped: {limit}"));
                 if let Limit::Turns(_) = limit {
                     self.events
-                        .say("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
+                        .alert("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
                 }
                 RunEnd::Limit
             }

@@ -626,6 +626,19 @@ fn quiet_mode_still_shows_a_question_and_the_summary() {
     );
 }
 
+/// `--quiet` prints the final summary and nothing else when all goes well (before, "done: ..."
+/// and similar progress lines got through).
+#[test]
+fn quiet_mode_prints_only_the_summary_when_nothing_needs_a_person() {
+    let repo = TestRepo::new();
+    let script = Script::new(&pr_replies("notes.txt", "notes\n", "Add notes"));
+    let out = run_local(&repo, &script, &["--task", "t", "--quiet"]);
+    out.assert_code(0);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(lines[0].starts_with("upkeep finished: pull_request"), "{}", out.stderr);
+}
+
 #[test]
 fn forge_none_keeps_the_change_in_the_clone_and_shows_the_diff() {
     let repo = TestRepo::new();
