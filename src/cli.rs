@@ -187,6 +187,11 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_AUTHOR_EMAIL")]
     pub author_email: Option<String>,
 
+    /// Copy each cycle's clone (work tree and history, bot branch included) to DIR before it is
+    /// removed (DIR/cycle-N in continuous mode); DIR must be new or empty.
+    #[arg(long, env = "UPKEEP_KEEP_CLONE")]
+    pub keep_clone: Option<PathBuf>,
+
     /// Print only errors and the final summary on stderr.
     #[arg(long, short, env = "UPKEEP_QUIET")]
     pub quiet: bool,

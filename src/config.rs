@@ -388,6 +388,8 @@ pub struct Config {
     pub trace: Option<PathBuf>,
     pub budgets: Budgets,
     pub depth: u32,
+    /// Where each cycle's clone is copied before it is removed (`--keep-clone`).
+    pub keep_clone: Option<PathBuf>,
     /// How long git transfers may go without a byte moving (`--git-stall-timeout`).
     pub git_stall_timeout: Duration,
     pub draft: bool,
@@ -486,6 +488,15 @@ impl Config {
                         "{} has a detached HEAD, so there is no branch to target; pass --base BRANCH",
                         path.display()
                     ),
+                ));
+            }
+        }
+        if let Some(dir) = &args.keep_clone {
+            let occupied = dir.exists() && std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_some());
+            if occupied {
+                return Err(ConfigError::key(
+                    "--keep-clone",
+                    format!("{} exists and is not an empty directory", dir.display()),
                 ));
             }
         }
@@ -630,6 +641,7 @@ impl Config {
                 timeout: args.timeout.map(Into::into),
             },
             depth: args.depth.unwrap_or(1),
+            keep_clone: args.keep_clone.clone(),
             git_stall_timeout: args
                 .git_stall_timeout
                 .map_or(crate::repo::stop::DEFAULT_STALL_TIMEOUT, Duration::from_secs),

@@ -468,6 +468,29 @@ impl Runner<'_> {
         Ok(plan)
     }
 
+    /// `--keep-clone DIR`: copies the cycle's clone before it is removed (to `DIR`, or
+    /// `DIR/cycle-N` in continuous mode) and says where.
+    async fn keep_clone(&self, cycle: u32, workspace: &Workspace) {
+        let Some(dir) = &self.config.keep_clone else {
+            return;
+        };
+        let dest = match self.config.mode {
+            Mode::Single => dir.clone(),
+            Mode::Continuous => dir.join(format!("cycle-{cycle}")),
+        };
+        match workspace.keep_at(&dest).await {
+            Ok(()) => self.events.alert(&format!(
+                "upkeep: the clone of cycle {cycle} is kept at {} (branches: git -C {} branch)",
+                dest.display(),
+                dest.display()
+            )),
+            Err(error) => self.events.alert(&format!(
+                "upkeep: could not keep the clone at {}: {error}",
+                dest.display()
+            )),
+        }
+    }
+
     /// Reports the changes in the clone that no pull request of the cycle carries, before the
     /// clone is removed: an `unsaved_changes` event, and the files and diff for people.
     async fn report_unsaved(&mut self, cycle: u32, workspace: &Workspace) {
@@ -652,6 +675,7 @@ impl Runner<'_> {
         if !matches!(outcome, Ok(CycleOutcome::Finished { .. })) {
             self.report_unsaved(cycle, &workspace).await;
         }
+        self.keep_clone(cycle, &workspace).await;
         let outcome = outcome?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end

@@ -19,6 +19,7 @@ mod changes;
 mod checkout;
 pub mod cleanup;
 mod error;
+mod export;
 mod fetch;
 pub mod fs;
 pub mod git;

@@ -650,6 +650,33 @@ fn forge_none_keeps_the_change_in_the_clone_and_shows_the_diff() {
     assert!(out.stderr.contains("+only in the clone"), "{}", out.stderr);
     assert_eq!(out.events_of("pull_request")[0]["branch"], "upkeep/keep-it-local");
     assert_eq!(out.leftover_temp_entries, 0);
+    // It says the truth about the clone: it is removed, unless --keep-clone copies it.
+    assert!(
+        out.stderr.contains("removed at the end of the run unless --keep-clone"),
+        "{}",
+        out.stderr
+    );
+    let keep = tempfile::tempdir().expect("tempdir");
+    let dir = keep.path().join("kept");
+    let script = Script::new(&pr_replies("kept.txt", "only in the clone\n", "Keep it local"));
+    let dir_arg = dir.to_str().expect("utf-8").to_owned();
+    let out = run_local(
+        &repo,
+        &script,
+        &["--task", "t", "--forge", "none", "--keep-clone", &dir_arg],
+    );
+    out.assert_code(0);
+    assert!(out.stderr.contains(&format!("kept at {dir_arg}")), "{}", out.stderr);
+    assert_eq!(
+        super::support::git(&dir, &["show", "upkeep/keep-it-local:kept.txt"]),
+        "only in the clone"
+    );
+    assert_eq!(
+        super::support::git(&dir, &["status", "--porcelain"]),
+        "",
+        "a clean, ordinary clone"
+    );
+    assert_eq!(out.leftover_temp_entries, 0);
 }
 
 #[test]
