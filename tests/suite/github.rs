@@ -698,3 +698,42 @@ async fn a_validation_error_goes_back_to_the_model_as_a_failed_result() {
     );
     assert_eq!(out.events_of("model_response").len(), 2, "the model got another turn");
 }
+
+/// octocrab, which the GitHub API client used before, ignored HTTP_PROXY while git and the
+/// model APIs honoured it: behind a proxy, the API calls went around it (or nowhere). The API
+/// host here does not resolve: the calls can only succeed through the loopback proxy.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_github_api_goes_through_the_configured_proxy() {
+    let hub = GitHub::start().await;
+    let proxy = MockServer::start().await;
+    for route in [PULLS, ISSUES] {
+        Mock::given(method("GET"))
+            .and(path(route))
+            .respond_with(ok(json!([])))
+            .mount(&proxy)
+            .await;
+    }
+    let out = Upkeep::new()
+        .env("GITHUB_SERVER_URL", hub.git.url())
+        .env("GITHUB_API_URL", "http://api.github.invalid")
+        .env("GITHUB_TOKEN", &hub.token)
+        .env("HTTP_PROXY", proxy.uri())
+        // The git server is on loopback: direct.
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .args(["run", "--repo", &format!("{OWNER}/{NAME}"), "--json", "--replay"])
+        .args([Script::new(&[finish("no_tasks")]).path()])
+        .run_async()
+        .await;
+    out.assert_code(0);
+    let proxied = proxy.received_requests().await.unwrap_or_default();
+    assert!(
+        proxied.iter().any(|request| request.url.path() == PULLS),
+        "the API call went through the proxy: {proxied:?}"
+    );
+    assert!(
+        proxied
+            .iter()
+            .all(|request| request.headers.get("authorization").is_some()),
+        "authenticated through the proxy"
+    );
+}
