@@ -29,6 +29,13 @@ pub enum Event {
     CycleStarted {
         base: String,
     },
+    /// Before each model call: the request's estimated size, the window it was fitted into,
+    /// and how many older tool results are masked in it.
+    Context {
+        estimated_tokens: u64,
+        window: u64,
+        masked_results: usize,
+    },
     ModelResponse {
         content: String,
         usage: Usage,
@@ -119,6 +126,11 @@ impl EventSink {
         }
     }
 
+    /// The run's id, as every event carries it.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// A spinner while waiting for the model, where people can see one (see [`crate::progress`]).
     pub fn waiting(&self, turn: u32, usage: crate::llm::Usage, cost_usd: f64) -> Option<crate::progress::Waiting> {
         crate::progress::spinner_allowed(self.verbosity == Verbosity::Quiet).then(|| {
@@ -203,7 +215,7 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             }
         ),
         Event::CycleStarted { base } => format!("── cycle {} on {base}", scope.cycle.unwrap_or(1)),
-        Event::ModelResponse { .. } => return None,
+        Event::ModelResponse { .. } | Event::Context { .. } => return None,
         Event::Plan { plan } => format!("{turn}plan: {}", one_line(plan, 160)),
         Event::ToolCall { tool, arguments } => {
             let detail = ["path", "title", "pattern", "command"]

@@ -277,6 +277,7 @@ impl Runner<'_> {
     async fn run(&mut self) -> Result<RunEnd, RunError> {
         let config = self.config;
         let provider = llm::build(&config.provider)?;
+        crate::llm::tokens::preload(provider.name(), provider.model());
         let forge = build_forge(config)?;
         let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
         let sandbox_kind = sandbox::probe();
@@ -422,6 +423,18 @@ impl Runner<'_> {
                 )));
             }
         };
+        // The model's window is the operator's to set: a repository cannot make upkeep send
+        // requests its model refuses (or, with Ollama, make it reserve a huge context).
+        if !file.models.is_empty() {
+            let error = ConfigError(format!(
+                "{REPO_CONFIG_FILE}: `[models]` is operator-only; set it in the file given to --config"
+            ));
+            return Err(if cycle == 1 {
+                RunError::Usage(error)
+            } else {
+                RunError::Failure(error.into())
+            });
+        }
         Ok(self.config.repo_settings(&file))
     }
 
@@ -528,6 +541,8 @@ impl Runner<'_> {
             cancel: self.cancel,
             max_turns: settings.max_turns,
             cycle,
+            context_window: config.provider.window_for(provider.model()),
+            masking: !config.full_history,
         };
         let opened_before = self.pull_requests.len();
         let outcome = agent
