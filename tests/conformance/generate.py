@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Regenerates the trimmed API schemas in this folder from the vendors' API descriptions.
 
-    python3 tests/conformance/generate.py [SPECS_DIR]
+    python3 tests/conformance/generate.py [--out DIR] [SPECS_DIR]
 
 SPECS_DIR defaults to $CONFORMANCE_SPECS, then ../shared/conformance/specs beside the
-repository. Needs PyYAML. The output (openai.json, anthropic.json, gemini.json, ollama.json) is
+repository; DIR (where the files are written) defaults to this folder. Needs PyYAML. The output (openai.json, anthropic.json, gemini.json, ollama.json) is
 committed, so the tests need neither this script nor the specs; run it again when a vendor's
 description changes, and review the diff.
 
@@ -45,9 +45,19 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 DROPPED_KEYS = {"description", "example", "examples", "title", "deprecated", "x-oaiMeta", "x-stainless-const"}
 
 
-def specs_dir():
-    if len(sys.argv) > 1:
-        return Path(sys.argv[1])
+def arguments():
+    """(specs folder given, output folder)."""
+    args = sys.argv[1:]
+    out = HERE
+    if len(args) >= 2 and args[0] == "--out":
+        out = Path(args[1])
+        args = args[2:]
+    return (Path(args[0]) if args else None), out
+
+
+def specs_dir(given):
+    if given is not None:
+        return given
     if os.environ.get("CONFORMANCE_SPECS"):
         return Path(os.environ["CONFORMANCE_SPECS"])
     return HERE.parent.parent.parent / "shared" / "conformance" / "specs"
@@ -496,13 +506,14 @@ def gemini(specs):
 
 
 def main():
-    specs = specs_dir()
+    given, folder = arguments()
+    specs = specs_dir(given)
     if not specs.is_dir():
         sys.exit(f"no API descriptions at {specs} (pass the folder, or set CONFORMANCE_SPECS)")
     for name, build in [("openai", openai), ("anthropic", anthropic), ("gemini", gemini), ("ollama", ollama)]:
-        out = HERE / f"{name}.json"
+        out = folder / f"{name}.json"
         out.write_text(json.dumps(build(specs), indent=1, sort_keys=True) + "\n")
-        print(f"wrote {out.relative_to(HERE.parent.parent)} ({out.stat().st_size} bytes)")
+        print(f"wrote {out} ({out.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":

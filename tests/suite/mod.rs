@@ -1,6 +1,8 @@
 mod actions;
 mod budgets;
 mod commands;
+mod conformance;
+mod context;
 mod core;
 mod git_http_server;
 mod git_transport;
@@ -9,4 +11,5 @@ mod model_loop;
 mod providers;
 mod refresh;
 mod secrets;
+mod streaming;
 pub mod support;
