@@ -7,12 +7,17 @@
 //!   output again. The model's own replies (plans and calls) are always kept, so it still knows
 //!   what it did and why. Results too small to be worth a stub are kept as they are.
 //! - **Masking in steps.** Masking a result changes the request early on, which costs a prompt
-//!   cache miss on everything after it. So stubs are not applied turn by turn: the older whole
-//!   results are left alone until together they exceed [`MASK_STEP_TOKENS`], and then all of
-//!   them are masked at once. Between two steps the history is only appended to, so each
-//!   request starts with the previous request byte for byte and the provider's cache serves
-//!   it; the cost of carrying a few extra results for a few turns is small next to re-sending
-//!   (and, with Anthropic, re-writing) the whole history at every turn.
+//!   cache miss on everything after it: that tail is billed again in full (OpenAI) or written
+//!   to the cache again at 1.25x (Anthropic), while a result carried whole costs only a cache
+//!   read (0.1x-0.25x) per turn. So stubs are not applied turn by turn. The older whole results
+//!   are masked, all at once, when (a) they add up to more than [`MASK_STEP_TOKENS`] and (b) the
+//!   tokens the step removes are at least the tokens it makes the provider read anew (the
+//!   messages after the first one it changes, which hold the last turns' whole results): a
+//!   step right after a few big reads, which would re-send those reads, waits until the
+//!   following turns are light (edits, searches). Past [`MAX_CARRIED_TOKENS`] of older whole
+//!   results the step is taken regardless. Between two steps the history is only appended to,
+//!   so each request starts with the previous request byte for byte and the provider's cache
+//!   serves it.
 //! - **Fitting the window.** Before each call the request is estimated (see
 //!   [`crate::llm::tokens`]) and, while it does not fit the context window with room for the
 //!   reply, squeezed harder, one level at a time: mask every result older than the last
@@ -37,8 +42,11 @@ use crate::llm::{Message, window};
 
 /// Turns whose tool results are always sent whole.
 pub const KEEP_WHOLE_TURNS: usize = 3;
-/// Older whole results are masked once they add up to more than this many tokens.
+/// Older whole results are masked once they add up to more than this many tokens (and the step
+/// removes at least as much as it makes the provider read anew).
 pub const MASK_STEP_TOKENS: u64 = 8_192;
+/// Older whole results are masked once they add up to more than this, whatever the step costs.
+pub const MAX_CARRIED_TOKENS: u64 = 32_768;
 /// Results shorter than this are never masked: the stub would be as long.
 const MIN_MASKED_BYTES: usize = 400;
 /// Arguments longer than this are elided from old replies at the elision level.
@@ -211,8 +219,12 @@ impl History {
     pub fn prepare(&mut self) -> Result<Prepared, NoFit> {
         let len = self.turns.len();
         let keep_from = len.saturating_sub(KEEP_WHOLE_TURNS);
-        if self.masking && self.maskable_tokens(self.masked_before, keep_from) > MASK_STEP_TOKENS {
-            self.masked_before = keep_from;
+        if self.masking {
+            let removed = self.maskable_tokens(self.masked_before, keep_from);
+            if removed > MAX_CARRIED_TOKENS || (removed > MASK_STEP_TOKENS && removed >= self.resent_by_step(keep_from))
+            {
+                self.masked_before = keep_from;
+            }
         }
         loop {
             let estimate = self.estimate();
@@ -246,6 +258,23 @@ impl History {
             return self.cut_last_results();
         }
         true
+    }
+
+    /// Tokens the provider must read anew (not from its cache) after masking the results of
+    /// `turns[masked_before..keep_from]`: everything after the first message that changes.
+    fn resent_by_step(&mut self, keep_from: usize) -> u64 {
+        let Some(first) = (self.masked_before..keep_from).find(|&index| self.maskable_tokens(index, index + 1) > 0)
+        else {
+            return 0;
+        };
+        let mut tokens = 0;
+        for index in first..self.turns.len() {
+            if index > first {
+                tokens += self.reply(index).tokens;
+            }
+            tokens += self.followup_tokens(index, index < keep_from);
+        }
+        tokens
     }
 
     /// Tokens saved by masking the results of `turns[from..to]`.
