@@ -93,7 +93,7 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_MODEL")]
     pub model: Option<String>,
 
-    /// API endpoint (with openai: any OpenAI-compatible server)
+    /// API endpoint: with openai the API root with its version path, any OpenAI-compatible server; with anthropic and gemini the host root
     #[arg(long, env = "UPKEEP_BASE_URL")]
     pub base_url: Option<String>,
 

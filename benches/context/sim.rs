@@ -12,6 +12,7 @@
 //!   one of its own breakpoints (the API's lookback), writes everything from there to its last
 //!   breakpoint (when that prefix holds at least 1,024 tokens, the minimum for Sonnet), and
 //!   pays the rest as plain input.
+//!
 //! A request larger than the window the server is given is refused with OpenAI's
 //! `context_length_exceeded` error and counted.
 
@@ -157,7 +158,7 @@ impl SimModel {
     fn bill(&self, state: &mut State, blocks: &[Block]) -> Billed {
         let prefixes = Self::prefixes(state, blocks);
         let total = prefixes.last().map_or(0, |(_, tokens)| *tokens);
-        let billed = match self.api {
+        match self.api {
             Api::OpenAi => {
                 let common = state
                     .earlier
@@ -202,8 +203,7 @@ impl SimModel {
                     written,
                 }
             }
-        };
-        billed
+        }
     }
 
     fn reply(&self, content: &str, billed: Billed) -> ResponseTemplate {

@@ -91,19 +91,16 @@ impl Anthropic {
 
     async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
         let body = self.body(request, structured);
-        let response = self
-            .endpoint
-            .open(&body, |http| {
+        stream::exchange(
+            &self.endpoint,
+            &body,
+            |http| {
                 let http = http.header("anthropic-version", API_VERSION);
                 match &self.endpoint.api_key {
                     Some(key) => Ok(http.header("x-api-key", secret_header(NAME, "", key)?)),
                     None => Ok(http),
                 }
-            })
-            .await?;
-        stream::read(
-            &self.endpoint,
-            response,
+            },
             Framing::ServerSentEvents,
             request.progress,
             Reply::default(),
@@ -238,22 +235,10 @@ struct MessageDelta {
     stop_reason: Option<String>,
 }
 
-fn malformed(error: &serde_json::Error) -> ProviderError {
-    ProviderError::MalformedResponse {
-        provider: NAME,
-        message: format!("not a message event: {error}"),
-    }
-}
-
 impl Accumulator for Reply {
     fn event(&mut self, endpoint: &Endpoint, _name: &str, data: &str) -> Result<Step, ProviderError> {
         let value = stream::json(endpoint, data)?;
-        if value.get("type").and_then(Value::as_str) == Some("error") {
-            if let Some(error) = stream::reported_error(endpoint, &value) {
-                return Err(error);
-            }
-        }
-        match serde_json::from_value::<Event>(value).map_err(|error| malformed(&error))? {
+        match stream::parse::<Event>(endpoint, value, "a message event")? {
             Event::MessageStart { message } => {
                 if let Some(usage) = message.usage {
                     self.usage.update(usage);
@@ -278,11 +263,8 @@ impl Accumulator for Reply {
         Ok(Step::More(0))
     }
 
-    fn whole(&mut self, _endpoint: &Endpoint, body: Value) -> Result<(), ProviderError> {
-        let message: Message = serde_json::from_value(body).map_err(|error| ProviderError::MalformedResponse {
-            provider: NAME,
-            message: format!("not a message: {error}"),
-        })?;
+    fn whole(&mut self, endpoint: &Endpoint, body: Value) -> Result<(), ProviderError> {
+        let message: Message = stream::parse(endpoint, body, "a message")?;
         self.content = message
             .content
             .into_iter()

@@ -97,16 +97,13 @@ impl Gemini {
 
     async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
         let body = self.body(request, structured);
-        let response = self
-            .endpoint
-            .open(&body, |http| match &self.endpoint.api_key {
+        stream::exchange(
+            &self.endpoint,
+            &body,
+            |http| match &self.endpoint.api_key {
                 Some(key) => Ok(http.header("x-goog-api-key", secret_header(NAME, "", key)?)),
                 None => Ok(http),
-            })
-            .await?;
-        stream::read(
-            &self.endpoint,
-            response,
+            },
             Framing::ServerSentEvents,
             request.progress,
             Reply::default(),
@@ -207,13 +204,7 @@ struct UsageMetadata {
 
 impl Reply {
     fn add(&mut self, endpoint: &Endpoint, value: Value) -> Result<usize, ProviderError> {
-        if let Some(error) = stream::reported_error(endpoint, &value) {
-            return Err(error);
-        }
-        let response: Response = serde_json::from_value(value).map_err(|error| ProviderError::MalformedResponse {
-            provider: NAME,
-            message: format!("not a generateContent answer: {error}"),
-        })?;
+        let response: Response = stream::parse(endpoint, value, "a generateContent answer")?;
         // Every chunk repeats the counts so far; the last one is the call's.
         if let Some(usage) = response.usage_metadata {
             self.usage = Usage {

@@ -76,10 +76,10 @@ impl Ollama {
 
     async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
         let body = self.body(request, structured);
-        let response = self.endpoint.open(&body, Ok).await?;
-        stream::read(
+        stream::exchange(
             &self.endpoint,
-            response,
+            &body,
+            Ok,
             Framing::JsonLines,
             request.progress,
             Reply::default(),
@@ -140,13 +140,7 @@ struct ResponseMessage {
 impl Reply {
     /// Adds a line; returns the text it added and whether it was the last.
     fn add(&mut self, endpoint: &Endpoint, value: Value) -> Result<(usize, bool), ProviderError> {
-        if let Some(error) = stream::reported_error(endpoint, &value) {
-            return Err(error);
-        }
-        let line: Line = serde_json::from_value(value).map_err(|error| ProviderError::MalformedResponse {
-            provider: NAME,
-            message: format!("not a chat answer: {error}"),
-        })?;
+        let line: Line = stream::parse(endpoint, value, "a chat answer")?;
         let text = line.message.and_then(|message| message.content).unwrap_or_default();
         self.content.push_str(&text);
         if line.done {

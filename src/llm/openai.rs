@@ -85,16 +85,13 @@ impl OpenAi {
 
     async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
         let body = self.body(request, structured);
-        let response = self
-            .endpoint
-            .open(&body, |http| match &self.endpoint.api_key {
+        stream::exchange(
+            &self.endpoint,
+            &body,
+            |http| match &self.endpoint.api_key {
                 Some(key) => Ok(http.header(reqwest::header::AUTHORIZATION, secret_header(NAME, "Bearer ", key)?)),
                 None => Ok(http),
-            })
-            .await?;
-        stream::read(
-            &self.endpoint,
-            response,
+            },
             Framing::ServerSentEvents,
             request.progress,
             Reply::default(),
@@ -197,13 +194,7 @@ struct PromptTokensDetails {
 
 impl Reply {
     fn add(&mut self, endpoint: &Endpoint, value: Value) -> Result<usize, ProviderError> {
-        if let Some(error) = stream::reported_error(endpoint, &value) {
-            return Err(error);
-        }
-        let chunk: Chunk = serde_json::from_value(value).map_err(|error| ProviderError::MalformedResponse {
-            provider: NAME,
-            message: format!("not a chat completion chunk: {error}"),
-        })?;
+        let chunk: Chunk = stream::parse(endpoint, value, "a chat completion chunk")?;
         if let Some(usage) = chunk.usage {
             // `prompt_tokens` already includes the cached ones; OpenAI bills no cache writes.
             self.usage = Usage {

@@ -47,9 +47,23 @@ pub(super) trait Accumulator {
     fn finish(self, endpoint: &Endpoint, done: bool) -> Result<Completion, ProviderError>;
 }
 
+/// Sends `body` to `endpoint` (with the provider's `headers`) and reads the streamed reply to
+/// the end through `accumulator`.
+pub(super) async fn exchange<A: Accumulator>(
+    endpoint: &Endpoint,
+    body: &Value,
+    headers: impl FnOnce(reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder, ProviderError>,
+    framing: Framing,
+    progress: Option<&(dyn Fn(u64) + Send + Sync)>,
+    accumulator: A,
+) -> Result<Completion, ProviderError> {
+    let response = endpoint.open(body, headers).await?;
+    read(endpoint, response, framing, progress, accumulator).await
+}
+
 /// Reads `response` to the end through `accumulator`, telling `progress` the reply text's
 /// size as it grows.
-pub(super) async fn read<A: Accumulator>(
+async fn read<A: Accumulator>(
     endpoint: &Endpoint,
     response: reqwest::Response,
     framing: Framing,
@@ -186,6 +200,22 @@ pub(super) fn json(endpoint: &Endpoint, data: &str) -> Result<Value, ProviderErr
     serde_json::from_str(data).map_err(|error| ProviderError::MalformedResponse {
         provider: endpoint.provider,
         message: format!("an event of the reply is not JSON: {error}"),
+    })
+}
+
+/// One event's (or whole answer's) JSON as the provider's type `T`: an error the API reported
+/// in it becomes that error; a shape that does not fit is a malformed response naming `what`.
+pub(super) fn parse<T: serde::de::DeserializeOwned>(
+    endpoint: &Endpoint,
+    value: Value,
+    what: &str,
+) -> Result<T, ProviderError> {
+    if let Some(error) = reported_error(endpoint, &value) {
+        return Err(error);
+    }
+    serde_json::from_value(value).map_err(|error| ProviderError::MalformedResponse {
+        provider: endpoint.provider,
+        message: format!("not {what}: {error}"),
     })
 }
 

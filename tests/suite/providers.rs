@@ -1011,7 +1011,8 @@ async fn ollama_length_and_malformed() {
 
 #[tokio::test]
 async fn each_apis_context_length_error_is_recognised_and_not_retried() {
-    let cases: Vec<(&str, u16, Value, Box<dyn Fn(&MockServer) -> Box<dyn Provider>>)> = vec![
+    type MakeProvider = Box<dyn Fn(&MockServer) -> Box<dyn Provider>>;
+    let cases: Vec<(&str, u16, Value, MakeProvider)> = vec![
         (
             OPENAI_PATH,
             400,
