@@ -193,6 +193,9 @@ impl Agent<'_> {
                     }));
                 }
             };
+            if let Err(limit) = budget.check_before_call(prepared.estimated_tokens) {
+                return Ok(Answer::Limit(limit));
+            }
             self.events.emit(
                 self.scope(turn),
                 Event::Context {
@@ -201,9 +204,6 @@ impl Agent<'_> {
                     masked_results: prepared.masked_results,
                 },
             );
-            if let Err(limit) = budget.check_before_call(prepared.estimated_tokens) {
-                return Ok(Answer::Limit(limit));
-            }
             let spinner = self.events.waiting(turn, budget.usage, budget.cost_usd);
             let progress = |bytes: u64| {
                 if let Some(spinner) = &spinner {

@@ -48,11 +48,7 @@ async fn max_cost_stops_before_the_call_that_would_exceed_it() {
         .await;
     let out = run_with(&server, &["--max-cost", "0.02"]).await;
     out.assert_code(4);
-    assert_eq!(
-        server.received_requests().await.expect("recorded").len(),
-        1,
-        "the second call was never sent"
-    );
+    assert_eq!(received(&server).await.len(), 1, "the second call was never sent");
     assert!(out.stderr.contains("--max-cost"), "{}", out.stderr);
     let finished = &out.events_of("run_finished")[0];
     assert_eq!(finished["outcome"], "limit");
@@ -74,7 +70,7 @@ async fn max_tokens_stops_before_the_call_that_would_exceed_it() {
         .await;
     let out = run_with(&server, &["--max-tokens", "7000"]).await;
     out.assert_code(4);
-    assert_eq!(server.received_requests().await.expect("recorded").len(), 1);
+    assert_eq!(received(&server).await.len(), 1);
     assert!(out.stderr.contains("--max-tokens 7000"), "{}", out.stderr);
     assert_eq!(out.events_of("run_finished")[0]["usage"]["input_tokens"], 5000);
 }
@@ -166,4 +162,11 @@ async fn cost_with_cached_and_written_input_equals_the_hand_computed_figure() {
     assert!((total - 0.024).abs() < 1e-9, "{total}");
     assert_eq!(finished["usage"]["input_tokens"], 20_000);
     assert_eq!(finished["usage"]["cached_input_tokens"], 16_000);
+}
+
+/// What the server received, each body checked against the API description of its path.
+async fn received(server: &MockServer) -> Vec<wiremock::Request> {
+    let requests = server.received_requests().await.expect("recorded");
+    super::support::conformance::assert_each_request_conforms(&requests);
+    requests
 }

@@ -109,8 +109,11 @@ async fn run(api: Api, server: &MockServer, repo: &TestRepo, extra: &[&str]) -> 
         .await
 }
 
+/// What the server received, each body checked against the API description of its path.
 async fn recorded(server: &MockServer) -> Vec<Request> {
-    server.received_requests().await.expect("recording is on")
+    let requests = server.received_requests().await.expect("recording is on");
+    super::support::conformance::assert_each_request_conforms(&requests);
+    requests
 }
 
 fn json_body(request: &Request) -> Value {

@@ -41,7 +41,9 @@ fn openai_run(repo: &TestRepo, server: &MockServer, extra: &[&str]) -> Upkeep {
         .args(extra)
 }
 
+/// The request bodies, each checked against the Chat Completions description.
 fn bodies(requests: &[Request]) -> Vec<Value> {
+    assert_requests_conform(Api::OpenAi, requests);
     requests
         .iter()
         .map(|r| serde_json::from_slice(&r.body).expect("request body is JSON"))
@@ -54,6 +56,7 @@ async fn safe_mode_keeps_run_shell_command_out_of_every_request() {
     let server = model_server(vec![finish("no_tasks")]).await;
     openai_run(&repo, &server, &[]).run_async().await.assert_code(0);
     let requests = server.received_requests().await.expect("recorded");
+    assert_requests_conform(Api::OpenAi, &requests);
     assert_eq!(requests.len(), 1);
     let body = String::from_utf8_lossy(&requests[0].body);
     assert!(

@@ -156,8 +156,11 @@ async fn answer_once(server: &MockServer, route: &str, response: ResponseTemplat
         .await;
 }
 
+/// What the server received, each body checked against the API description of its path.
 async fn requests(server: &MockServer) -> Vec<Request> {
-    server.received_requests().await.expect("request recording is on")
+    let requests = server.received_requests().await.expect("request recording is on");
+    super::support::conformance::assert_each_request_conforms(&requests);
+    requests
 }
 
 fn body(request: &Request) -> Value {

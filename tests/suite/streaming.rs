@@ -269,7 +269,7 @@ async fn every_apis_stream_ending_before_its_last_event_is_asked_again() {
         .await
         .expect("openai retried");
     assert_eq!(completion.content, REPLY);
-    assert_eq!(server.received_requests().await.expect("recorded").len(), 2);
+    assert_eq!(received(&server).await.len(), 2);
 
     let events = anthropic_events(REPLY, "end_turn", anthropic_usage(10, 0, 0), 5);
     let server = cut_then_whole(
@@ -284,7 +284,7 @@ async fn every_apis_stream_ending_before_its_last_event_is_asked_again() {
         .await
         .expect("anthropic retried");
     assert_eq!(completion.content, REPLY);
-    assert_eq!(server.received_requests().await.expect("recorded").len(), 2);
+    assert_eq!(received(&server).await.len(), 2);
 
     let chunks = gemini_events(REPLY, "STOP", gemini_usage(10, 5, 0, 0));
     let server = cut_then_whole(gemini_body(&chunks[..2]), gemini_body(&chunks), "text/event-stream").await;
@@ -294,7 +294,7 @@ async fn every_apis_stream_ending_before_its_last_event_is_asked_again() {
         .await
         .expect("gemini retried");
     assert_eq!(completion.content, REPLY);
-    assert_eq!(server.received_requests().await.expect("recorded").len(), 2);
+    assert_eq!(received(&server).await.len(), 2);
 
     let lines = ollama_lines(REPLY, "stop", 10, 5);
     let count = lines.len();
@@ -310,7 +310,7 @@ async fn every_apis_stream_ending_before_its_last_event_is_asked_again() {
         .await
         .expect("ollama retried");
     assert_eq!(completion.content, REPLY);
-    assert_eq!(server.received_requests().await.expect("recorded").len(), 2);
+    assert_eq!(received(&server).await.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -357,4 +357,11 @@ async fn an_interrupt_stops_a_reply_that_is_streaming() {
         interrupted.elapsed()
     );
     assert_eq!(upkeep.leftover_temp_entries(), 0);
+}
+
+/// What the server received, each body checked against the API description of its path.
+async fn received(server: &MockServer) -> Vec<wiremock::Request> {
+    let requests = server.received_requests().await.expect("recorded");
+    super::support::conformance::assert_each_request_conforms(&requests);
+    requests
 }

@@ -84,6 +84,31 @@ pub fn assert_conforms(api: Api, body: Body, value: &Value) {
     );
 }
 
+/// The API a request was sent to, by its path.
+pub fn api_of(request: &wiremock::Request) -> Option<Api> {
+    let path = request.url.path();
+    if path.ends_with("/chat/completions") {
+        Some(Api::OpenAi)
+    } else if path.ends_with("/v1/messages") {
+        Some(Api::Anthropic)
+    } else if path.contains(":streamGenerateContent") || path.contains(":generateContent") {
+        Some(Api::Gemini)
+    } else if path.ends_with("/api/chat") {
+        Some(Api::Ollama)
+    } else {
+        None
+    }
+}
+
+/// Checks every request body a test server received against the API its path names.
+pub fn assert_each_request_conforms(requests: &[wiremock::Request]) {
+    for request in requests {
+        if let Some(api) = api_of(request) {
+            assert_requests_conform(api, std::slice::from_ref(request));
+        }
+    }
+}
+
 /// Checks every request body a test server received.
 pub fn assert_requests_conform(api: Api, requests: &[wiremock::Request]) {
     assert!(!requests.is_empty(), "no request to check");
