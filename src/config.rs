@@ -29,8 +29,10 @@ pub const DEFAULT_TASKS_FILE: &str = "TODO.md";
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[".github/workflows/**", ".upkeep.toml"];
 pub const DEFAULT_SHELL_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
-/// Long enough for a large reply from a slow local model.
+/// Long enough for a slow local model to start answering a large request.
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 300;
+/// No model worth running has a smaller window, and the prompt alone needs about this much.
+pub const MIN_CONTEXT_WINDOW: u64 = 1024;
 pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
 pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
 
@@ -62,6 +64,17 @@ pub struct FileConfig {
     pub prices: BTreeMap<String, Price>,
     /// Resource limits for commands; operator-only (see [`FileConfig::parse_repository`]).
     pub limits: Option<LimitsConfig>,
+    /// Per-model settings; operator-only (the repository's file may not set them).
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// `[models."name"]` in the operator's config.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The model's context window in tokens (what `--context-window` sets).
+    pub context_window: Option<u64>,
 }
 
 /// A declared command tool: a fixed program plus argument templates, never a shell string.
@@ -102,12 +115,17 @@ fn default_parameter_type() -> String {
     "string".into()
 }
 
-/// Price of a model in US dollars per million tokens.
+/// Price of a model in US dollars per million tokens. Input read from the provider's prompt
+/// cache and input written to it have their own rates; a missing one means the input rate.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     pub input_per_mtok: f64,
     pub output_per_mtok: f64,
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+    #[serde(default)]
+    pub cache_write_per_mtok: Option<f64>,
 }
 
 impl FileConfig {
@@ -119,6 +137,16 @@ impl FileConfig {
             return Err(ConfigError(format!(
                 "{origin}: invalid `max_turns`: must be at least 1"
             )));
+        }
+        for (model, settings) in &parsed.models {
+            if settings
+                .context_window
+                .is_some_and(|window| window < MIN_CONTEXT_WINDOW)
+            {
+                return Err(ConfigError(format!(
+                    "{origin}: invalid `models.\"{model}\".context_window`: must be at least {MIN_CONTEXT_WINDOW} tokens"
+                )));
+            }
         }
         for pattern in parsed.protected_paths.iter().flatten() {
             globset::Glob::new(pattern).map_err(|error| {
@@ -137,10 +165,13 @@ impl FileConfig {
         let operator_only = [
             ("prices", !parsed.prices.is_empty()),
             ("limits", parsed.limits.is_some()),
+            // The model's window: a repository cannot make upkeep send requests its model
+            // refuses (or, with Ollama, reserve a huge context).
+            ("models", !parsed.models.is_empty()),
         ];
         if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
             return Err(ConfigError(format!(
-                "{REPO_CONFIG_FILE}: `{key}` may only be set by the operator (--config), not by the repository"
+                "{REPO_CONFIG_FILE}: `{key}` is operator-only: set it in the file given to --config, not in the repository"
             )));
         }
         if let Some(tasks_file) = &parsed.tasks_file {
@@ -341,8 +372,19 @@ pub struct ProviderSettings {
     pub base_url: Option<String>,
     pub api_key: Option<SecretString>,
     pub replay: Option<PathBuf>,
-    /// Per-request timeout.
+    /// Longest wait for the API's next bytes (an idle timeout: a streaming reply is never cut).
     pub request_timeout: Duration,
+    /// The context window given by `--context-window` or the operator's `[models]`; `None`
+    /// means the built-in table's (see [`crate::llm::window`]).
+    pub context_window: Option<u64>,
+}
+
+impl ProviderSettings {
+    /// The context window requests are fitted into for `model`.
+    pub fn window_for(&self, model: &str) -> u64 {
+        self.context_window
+            .unwrap_or_else(|| crate::llm::window::default_window(model))
+    }
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -352,6 +394,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("model", &self.model)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "set"))
+            .field("context_window", &self.context_window)
             .finish()
     }
 }
@@ -398,6 +441,8 @@ pub struct Config {
     pub identity: Identity,
     pub github: GitHubSettings,
     pub quiet: bool,
+    /// Benchmark knob (`--full-history`): no observation masking.
+    pub full_history: bool,
     /// The issue the run was started for (a GitHub Actions `issues` event), if any.
     pub issue: Option<u64>,
     /// Settings given by flag or environment that a file may also set.
@@ -612,6 +657,17 @@ impl Config {
         // open as a usage error before any work.
         let trace = args.trace.clone();
 
+        // `--context-window` (flag or environment) beats the operator's `[models."name"]`.
+        let model_name = args
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|model| !model.is_empty())
+            .unwrap_or_else(|| crate::llm::default_model(kind));
+        let context_window = args
+            .context_window
+            .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window));
+
         let defaults = Identity::default();
         Ok(Config {
             source,
@@ -630,6 +686,7 @@ impl Config {
                 api_key,
                 replay: args.replay.clone(),
                 request_timeout: Duration::from_secs(args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS)),
+                context_window,
             },
             forge,
             dry_run: args.dry_run,
@@ -662,6 +719,7 @@ impl Config {
             },
             github,
             quiet: args.quiet,
+            full_history: args.full_history,
             issue: None,
             overrides: FileConfig {
                 base: args.base.clone(),

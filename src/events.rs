@@ -38,6 +38,13 @@ pub enum Event {
         #[serde(skip_serializing_if = "Vec::is_empty")]
         declared_tools: Vec<DeclaredToolReport>,
     },
+    /// Before each model call: the request's estimated size, the window it was fitted into,
+    /// and how many older tool results are masked in it.
+    Context {
+        estimated_tokens: u64,
+        window: u64,
+        masked_results: usize,
+    },
     ModelResponse {
         content: String,
         usage: Usage,
@@ -145,6 +152,11 @@ impl EventSink {
             trace: trace.map(Mutex::new),
             verbosity,
         }
+    }
+
+    /// The run's id, as every event carries it.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
     }
 
     /// A spinner while waiting for the model, where people can see one (see [`crate::progress`]).
@@ -257,7 +269,7 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             }
             line
         }
-        Event::ModelResponse { .. } => return None,
+        Event::ModelResponse { .. } | Event::Context { .. } => return None,
         Event::Plan { plan } => format!("{turn}plan: {}", one_line(plan, 160)),
         Event::ToolCall { tool, arguments } => {
             let detail = ["path", "title", "pattern", "command"]

@@ -388,6 +388,7 @@ impl Runner<'_> {
     async fn run(&mut self) -> Result<RunEnd, RunError> {
         let config = self.config;
         let provider = llm::build(&config.provider)?;
+        crate::llm::tokens::preload(provider.name(), provider.model());
         let forge = build_forge(config)?;
         let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
         let sandbox = if commands_enabled {
@@ -658,6 +659,8 @@ impl Runner<'_> {
             cancel: self.cancel,
             max_turns: settings.max_turns,
             cycle,
+            context_window: config.provider.window_for(provider.model()),
+            masking: !config.full_history,
         };
         let opened_before = self.pull_requests.len();
         let outcome = agent

@@ -60,6 +60,7 @@ fn every_event_carries_run_id_timestamp_and_scope() {
         [
             "run_started",
             "cycle_started",
+            "context",
             "model_response",
             "plan",
             "tool_call",
@@ -74,8 +75,10 @@ fn every_event_carries_run_id_timestamp_and_scope() {
         let ts = event["ts"].as_str().expect("ts");
         assert!(ts.parse::<jiff::Timestamp>().is_ok(), "RFC 3339 timestamp: {ts}");
     }
-    assert_eq!(events[4]["cycle"], 1);
-    assert_eq!(events[4]["turn"], 1);
+    assert_eq!(events[5]["cycle"], 1);
+    assert_eq!(events[5]["turn"], 1);
+    assert_eq!(events[2]["turn"], 1, "the context event is scoped to its turn");
+    assert!(events[2]["estimated_tokens"].as_u64().is_some_and(|tokens| tokens > 0));
     assert_eq!(events[0]["dangerous_tools"], false);
 }
 

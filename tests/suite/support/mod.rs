@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod conformance;
 pub mod git_http;
+pub mod model_api;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
