@@ -584,14 +584,8 @@ mod tests {
             body: "We need one.".into(),
         };
         let comments = [
-            IssueComment {
-                author: OWN_QUESTION_AUTHOR.into(),
-                body: "MIT or Apache-2.0?".into(),
-            },
-            IssueComment {
-                author: "alice".into(),
-                body: "MIT,\nplease.".into(),
-            },
+            IssueComment::new(OWN_QUESTION_AUTHOR, "MIT or Apache-2.0?"),
+            IssueComment::new("alice", "MIT,\nplease."),
         ];
         let text = issue_task(&issue, &comments);
         assert!(text.starts_with("Issue #3: Pick a license\n\nWe need one."), "{text}");

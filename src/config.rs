@@ -33,6 +33,8 @@ pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 300;
 pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
 pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
+/// What a comment on the bot's pull request says to ask for work.
+pub const DEFAULT_TRIGGER_PHRASE: &str = "@upkeep";
 
 /// A problem with the command line or a config file, found before any work started.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +64,9 @@ pub struct FileConfig {
     pub prices: BTreeMap<String, Price>,
     /// Resource limits for commands; operator-only (see [`FileConfig::parse_repository`]).
     pub limits: Option<LimitsConfig>,
+    /// The phrase that asks upkeep to act on a pull request comment; operator-only (it is
+    /// needed before the repository is cloned).
+    pub trigger_phrase: Option<String>,
 }
 
 /// A declared command tool: a fixed program plus argument templates, never a shell string.
@@ -133,6 +138,7 @@ impl FileConfig {
         let operator_only = [
             ("prices", !parsed.prices.is_empty()),
             ("limits", parsed.limits.is_some()),
+            ("trigger_phrase", parsed.trigger_phrase.is_some()),
         ];
         if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
             return Err(ConfigError(format!(
@@ -390,8 +396,14 @@ pub struct Config {
     pub identity: Identity,
     pub github: GitHubSettings,
     pub quiet: bool,
-    /// The issue the run was started for (a GitHub Actions `issues` event), if any.
+    /// The issue the run works (`--issue`, or the GitHub Actions event that started it).
     pub issue: Option<u64>,
+    /// The bot's pull request whose review feedback the run works (`--pr`, or an event).
+    pub pull_request: Option<u64>,
+    /// Local forge: the answer to the pending question (`--answer`).
+    pub answer: Option<String>,
+    /// What a pull request comment must say to start work (`@upkeep`).
+    pub trigger_phrase: String,
     /// Settings given by flag or environment that a file may also set.
     pub overrides: FileConfig,
     /// The operator's `--config` file.
@@ -585,6 +597,26 @@ impl Config {
             }
         }
 
+        let answer = match &args.answer {
+            Some(answer) if answer.trim().is_empty() => return Err(ConfigError::key("--answer", "is empty")),
+            Some(_) if forge != ForgeKind::Local => {
+                return Err(ConfigError::key(
+                    "--answer",
+                    "answers a question upkeep asked about a local repository; on GitHub, answer in a comment on the issue (a maintainer's comment is the answer)",
+                ));
+            }
+            other => other.clone(),
+        };
+        if args.pull_request.is_some() && forge != ForgeKind::Github {
+            return Err(ConfigError::key(
+                "--pr",
+                "works review feedback on a GitHub pull request; --repo must be a GitHub repository (--forge github)",
+            ));
+        }
+        if args.trigger_phrase.as_deref().is_some_and(|phrase| phrase.trim().is_empty()) {
+            return Err(ConfigError::key("--trigger-phrase", "is empty"));
+        }
+
         // The trace file is opened once, by the run's event sink, which reports a file it cannot
         // open as a usage error before any work.
         let trace = args.trace.clone();
@@ -635,7 +667,14 @@ impl Config {
             },
             github,
             quiet: args.quiet,
-            issue: None,
+            issue: args.issue,
+            pull_request: args.pull_request,
+            answer,
+            trigger_phrase: args
+                .trigger_phrase
+                .clone()
+                .or_else(|| operator.trigger_phrase.clone())
+                .unwrap_or_else(|| DEFAULT_TRIGGER_PHRASE.to_owned()),
             overrides: FileConfig {
                 base: args.base.clone(),
                 label: args.label.clone(),

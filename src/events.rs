@@ -27,6 +27,9 @@ pub enum Event {
         /// What commands run in (`null` when no command tool is enabled): see
         /// [`crate::exec::SandboxReport`] and `docs/commands.md`.
         sandbox: Option<crate::exec::SandboxReport>,
+        /// The repository's agent instructions file the system prompt carries (`AGENTS.md`...),
+        /// as read for the first cycle; empty when there is none.
+        instructions_files: Vec<String>,
     },
     CycleStarted {
         base: String,
@@ -203,6 +206,7 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             model,
             dangerous_tools,
             sandbox,
+            ..
         } => format!(
             "upkeep: {repo} ({mode} mode, {provider}/{model}{})",
             match (dangerous_tools, sandbox) {
