@@ -20,6 +20,7 @@ use crate::forge::{ClosedPullRequest, ContinuedPullRequest, Forge, ForgeError, P
 use crate::repo::questions::LocalQuestion;
 use crate::repo::{GitAuth, Workspace, WorkspaceError};
 
+pub mod events;
 pub mod follow_up;
 pub mod local;
 pub mod memory;
@@ -92,7 +93,16 @@ pub async fn for_cycle(
         return Ok(CycleWork::Work(Box::new(conversation)));
     }
     if let Some(number) = config.issue {
-        conversation.issue = forge.issue(number).await?;
+        // With a task text given (an `issues` event turns the issue into one), the issue only
+        // names the branch and where questions go.
+        if config.task.is_none() {
+            conversation.issue = forge.issue(number).await?;
+            if conversation.issue.is_none() && forge.name() == "github" {
+                return Err(ConversationError::Refused(format!(
+                    "#{number} is a pull request, not an issue; to work its review feedback, run with --pr {number}"
+                )));
+            }
+        }
         // The issue's existing bot pull request: the answer builds on what it holds.
         let prefix = format!("{}{number}-", crate::repo::BOT_BRANCH_PREFIX);
         let open = forge.open_pull_requests(base).await?;
