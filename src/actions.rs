@@ -89,7 +89,9 @@ impl Actions {
         };
         if crate::conversation::events::EVENTS.contains(&event_name) {
             let path = self.event_path.as_ref().ok_or_else(|| {
-                ConfigError(format!("GITHUB_EVENT_NAME is `{event_name}` but GITHUB_EVENT_PATH is not set"))
+                ConfigError(format!(
+                    "GITHUB_EVENT_NAME is `{event_name}` but GITHUB_EVENT_PATH is not set"
+                ))
             })?;
             let text = std::fs::read_to_string(path)
                 .map_err(|error| ConfigError(format!("reading the event payload {}: {error}", path.display())))?;

@@ -613,7 +613,11 @@ impl Config {
                 "works review feedback on a GitHub pull request; --repo must be a GitHub repository (--forge github)",
             ));
         }
-        if args.trigger_phrase.as_deref().is_some_and(|phrase| phrase.trim().is_empty()) {
+        if args
+            .trigger_phrase
+            .as_deref()
+            .is_some_and(|phrase| phrase.trim().is_empty())
+        {
             return Err(ConfigError::key("--trigger-phrase", "is empty"));
         }
 

@@ -22,12 +22,12 @@ use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
 use crate::conversation::local::LocalResume;
 use crate::conversation::{ConversationError, CycleWork};
-use crate::repo::questions::LocalQuestion;
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::llm::{self, Provider, pricing};
 use crate::repo::cleanup;
+use crate::repo::questions::LocalQuestion;
 use crate::repo::{CloneRequest, GitAuth, Stop, WorkTree, Workspace, WorkspaceError};
 use crate::secrets::Redactor;
 use crate::tools::{CommandSettings, FinishStatus, ToolContext};
@@ -502,12 +502,7 @@ impl Runner<'_> {
     }
 
     /// The cycle's conversation on the forge; checks the clone out on the branch it continues.
-    async fn conversation(
-        &self,
-        cycle: u32,
-        forge: &dyn Forge,
-        workspace: &Workspace,
-    ) -> Result<CycleWork, RunError> {
+    async fn conversation(&self, cycle: u32, forge: &dyn Forge, workspace: &Workspace) -> Result<CycleWork, RunError> {
         crate::conversation::for_cycle(
             self.config,
             forge,

@@ -98,11 +98,15 @@ pub fn read_feedback_event(
     trigger_phrase: &str,
     bot_login: Option<&str>,
 ) -> Result<FeedbackEvent, String> {
-    let event: Payload =
-        serde_json::from_str(payload).map_err(|error| format!("the `{event_name}` event payload is not valid: {error}"))?;
+    let event: Payload = serde_json::from_str(payload)
+        .map_err(|error| format!("the `{event_name}` event payload is not valid: {error}"))?;
     let ignored = |why: String| Ok(FeedbackEvent::Ignored(why));
     let action = event.action.unwrap_or_default();
-    let wanted = if event_name == "pull_request_review" { "submitted" } else { "created" };
+    let wanted = if event_name == "pull_request_review" {
+        "submitted"
+    } else {
+        "created"
+    };
     if action != wanted {
         return ignored(format!("the `{event_name}` event is `{action}`, not `{wanted}`"));
     }
@@ -119,8 +123,15 @@ pub fn read_feedback_event(
         _ => event.comment,
     }
     .ok_or_else(|| format!("the `{event_name}` event payload has no comment or review"))?;
-    let login = feedback.user.as_ref().map(|user| user.login.as_str()).unwrap_or_default();
-    let is_app = feedback.user.as_ref().is_some_and(|user| user.kind.eq_ignore_ascii_case("Bot"));
+    let login = feedback
+        .user
+        .as_ref()
+        .map(|user| user.login.as_str())
+        .unwrap_or_default();
+    let is_app = feedback
+        .user
+        .as_ref()
+        .is_some_and(|user| user.kind.eq_ignore_ascii_case("Bot"));
     let association = feedback.author_association.as_deref().unwrap_or("NONE");
     if is_app || Role::of(login, Some(association), bot_login) != Role::Maintainer {
         return ignored(format!(
@@ -160,7 +171,9 @@ pub fn read_feedback_event(
             }
             Ok(FeedbackEvent::PullRequest(pull.number))
         }
-        _ => Err(format!("the `{event_name}` event payload names no issue or pull request")),
+        _ => Err(format!(
+            "the `{event_name}` event payload names no issue or pull request"
+        )),
     }
 }
 
@@ -184,9 +197,9 @@ pub async fn waits_for_answer(
         return Ok(Err(format!("upkeep has no question waiting on issue #{number}")));
     };
     let asked_at = issue.comments[asked].created_at;
-    let answered_before = issue.comments[asked + 1..].iter().any(|c| {
-        c.role == Role::Maintainer && matches!((c.created_at, at), (Some(c), Some(at)) if c < at)
-    });
+    let answered_before = issue.comments[asked + 1..]
+        .iter()
+        .any(|c| c.role == Role::Maintainer && matches!((c.created_at, at), (Some(c), Some(at)) if c < at));
     if answered_before || matches!((asked_at, at), (Some(asked), Some(at)) if asked > at) {
         return Ok(Err(format!(
             "upkeep's question on issue #{number} was answered before this comment"
@@ -200,8 +213,14 @@ pub async fn waits_for_answer(
 /// the documented shape is a configuration error.
 pub async fn apply(config: &mut Config, event_name: &str, payload: &str) -> Result<Option<String>, ConfigError> {
     let bot = config.github.bot_login.clone();
-    let event = read_feedback_event(event_name, payload, &config.source, &config.trigger_phrase, bot.as_deref())
-        .map_err(ConfigError)?;
+    let event = read_feedback_event(
+        event_name,
+        payload,
+        &config.source,
+        &config.trigger_phrase,
+        bot.as_deref(),
+    )
+    .map_err(ConfigError)?;
     match event {
         FeedbackEvent::Ignored(why) => Ok(Some(why)),
         FeedbackEvent::PullRequest(number) => {

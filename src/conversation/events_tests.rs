@@ -49,7 +49,10 @@ fn read(event: &str, payload: &str) -> FeedbackEvent {
 fn a_maintainers_comment_on_an_issue_names_the_issue() {
     for association in ["OWNER", "MEMBER", "COLLABORATOR"] {
         assert_eq!(
-            read("issue_comment", &issue_comment(association, "alice", "User", false, "Yes")),
+            read(
+                "issue_comment",
+                &issue_comment(association, "alice", "User", false, "Yes")
+            ),
             FeedbackEvent::Issue(7)
         );
     }
@@ -64,19 +67,31 @@ fn comments_by_others_or_bots_start_nothing() {
         ("OWNER", "upkeep-bot", "User"),
         ("MEMBER", "some-app[bot]", "Bot"),
     ] {
-        let event = read("issue_comment", &issue_comment(association, login, kind, false, "@upkeep go"));
-        assert!(matches!(event, FeedbackEvent::Ignored(_)), "{association} {login}: {event:?}");
+        let event = read(
+            "issue_comment",
+            &issue_comment(association, login, kind, false, "@upkeep go"),
+        );
+        assert!(
+            matches!(event, FeedbackEvent::Ignored(_)),
+            "{association} {login}: {event:?}"
+        );
     }
 }
 
 #[test]
 fn a_pull_request_comment_needs_the_trigger_phrase() {
     assert_eq!(
-        read("issue_comment", &issue_comment("OWNER", "alice", "User", true, "@Upkeep rename it")),
+        read(
+            "issue_comment",
+            &issue_comment("OWNER", "alice", "User", true, "@Upkeep rename it")
+        ),
         FeedbackEvent::PullRequest(7)
     );
     assert!(matches!(
-        read("issue_comment", &issue_comment("OWNER", "alice", "User", true, "looks good")),
+        read(
+            "issue_comment",
+            &issue_comment("OWNER", "alice", "User", true, "looks good")
+        ),
         FeedbackEvent::Ignored(_)
     ));
 }

@@ -67,7 +67,9 @@ pub async fn scan(forge: &dyn Forge, base: &str, notice: &dyn Fn(&str)) -> Vec<P
     let open = match forge.open_pull_requests(base).await {
         Ok(open) => open,
         Err(error) => {
-            notice(&format!("upkeep: could not list open pull requests for review feedback: {error}"));
+            notice(&format!(
+                "upkeep: could not list open pull requests for review feedback: {error}"
+            ));
             return Vec::new();
         }
     };
@@ -99,14 +101,16 @@ pub fn answer(continued: &ContinuedPullRequest, replies: &[(u64, String)], body:
     let replies: Vec<(u64, String)> = replies
         .iter()
         .filter(|(thread, text)| continued.threads.contains(thread) && !text.trim().is_empty())
-        .map(|(thread, text)| (*thread, format!("{}\n\n<sub>upkeep, in commit {short}</sub>", text.trim())))
+        .map(|(thread, text)| {
+            (
+                *thread,
+                format!("{}\n\n<sub>upkeep, in commit {short}</sub>", text.trim()),
+            )
+        })
         .collect();
-    let summary = replies.is_empty().then(|| {
-        format!(
-            "upkeep pushed {short} in answer to the review:\n\n{}",
-            body.trim()
-        )
-    });
+    let summary = replies
+        .is_empty()
+        .then(|| format!("upkeep pushed {short} in answer to the review:\n\n{}", body.trim()));
     FeedbackAnswer {
         pull_request: continued.number,
         commit: commit.to_owned(),
@@ -124,7 +128,11 @@ mod tests {
             number: 9,
             title: "t".into(),
             url: "u".into(),
-            author: if author_is_bot { "upkeep-bot".into() } else { "alice".into() },
+            author: if author_is_bot {
+                "upkeep-bot".into()
+            } else {
+                "alice".into()
+            },
             opened_by_bot: author_is_bot,
             branch: branch.into(),
             same_repository: true,
@@ -139,7 +147,10 @@ mod tests {
     fn only_the_bots_own_open_pull_requests_are_worked() {
         assert!(check_workable(&info(true, "upkeep/7-x", "open")).is_ok());
         let error = check_workable(&info(false, "feature/x", "open")).expect_err("a human's");
-        assert!(error.contains("not opened by upkeep") && error.contains("alice"), "{error}");
+        assert!(
+            error.contains("not opened by upkeep") && error.contains("alice"),
+            "{error}"
+        );
         assert!(check_workable(&info(true, "feature/x", "open")).is_err());
         assert!(check_workable(&info(true, "upkeep/7-x", "closed")).is_err());
     }

@@ -39,7 +39,10 @@ pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
         .map_err(|error| ConfigError(format!("reading upkeep's questions in {}: {error}", path.display())))?;
     let selected = match (config.issue, &config.task) {
         (Some(number), _) => Some(LocalQuestion::key_for(Some(number), None)),
-        (None, Some(task)) => Some(LocalQuestion::key_for(None, Some(&crate::tools::branch::task_key(task)))),
+        (None, Some(task)) => Some(LocalQuestion::key_for(
+            None,
+            Some(&crate::tools::branch::task_key(task)),
+        )),
         (None, None) => None,
     };
     let relevant: Vec<LocalQuestion> = questions
@@ -110,7 +113,12 @@ pub async fn settle(config: &Config, resumed: &LocalQuestion) -> Result<(), Stri
     LocalSource::new(path.clone())
         .forget_question(&resumed.key)
         .await
-        .map_err(|error| format!("could not remove the answered question from {}: {error}", path.display()))
+        .map_err(|error| {
+            format!(
+                "could not remove the answered question from {}: {error}",
+                path.display()
+            )
+        })
 }
 
 /// What people read about waiting questions: each question and the command that answers it.

@@ -77,7 +77,10 @@ pub fn issue_exchange(comments: &[IssueComment]) -> String {
         let heading = if comment.author == OWN_QUESTION_AUTHOR {
             format!("{OWN_QUESTION_AUTHOR} asked")
         } else if comment.role == Role::Other && comment.created_at.is_some() {
-            format!("comment by {} (no write access: not an answer)", one_line(&comment.author))
+            format!(
+                "comment by {} (no write access: not an answer)",
+                one_line(&comment.author)
+            )
         } else {
             format!("comment by {}", one_line(&comment.author))
         };
@@ -131,8 +134,13 @@ pub fn memory(skipped: &[Skipped], closed_tasks: &[&ClosedPullRequest]) -> Strin
     if skipped.is_empty() && closed_tasks.is_empty() {
         return String::new();
     }
-    let mut text = String::from("# Closed without merging\n\nThese tasks ended when a maintainer closed your pull request without merging it. Do not work them again:\n");
-    let when = |time: Option<jiff::Timestamp>| time.map(|t| format!(" on {}", t.strftime("%Y-%m-%d"))).unwrap_or_default();
+    let mut text = String::from(
+        "# Closed without merging\n\nThese tasks ended when a maintainer closed your pull request without merging it. Do not work them again:\n",
+    );
+    let when = |time: Option<jiff::Timestamp>| {
+        time.map(|t| format!(" on {}", t.strftime("%Y-%m-%d")))
+            .unwrap_or_default()
+    };
     for skip in skipped {
         let _ = write!(
             text,

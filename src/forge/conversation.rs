@@ -32,9 +32,7 @@ impl Role {
             return Role::Bot;
         }
         match association {
-            Some(association) if WRITE_ACCESS.iter().any(|w| w.eq_ignore_ascii_case(association)) => {
-                Role::Maintainer
-            }
+            Some(association) if WRITE_ACCESS.iter().any(|w| w.eq_ignore_ascii_case(association)) => Role::Maintainer,
             _ => Role::Other,
         }
     }
@@ -231,7 +229,11 @@ mod tests {
         assert_eq!(Role::of("mallory", Some("CONTRIBUTOR"), Some("bot")), Role::Other);
         assert_eq!(Role::of("mallory", None, Some("bot")), Role::Other);
         assert_eq!(Role::of("Bot", Some("NONE"), Some("bot")), Role::Bot);
-        assert_eq!(Role::of("bot", Some("OWNER"), None), Role::Maintainer, "unknown bot: nobody is it");
+        assert_eq!(
+            Role::of("bot", Some("OWNER"), None),
+            Role::Maintainer,
+            "unknown bot: nobody is it"
+        );
     }
 
     #[test]

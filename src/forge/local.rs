@@ -111,10 +111,12 @@ impl Forge for LocalForge {
             asked: Some(jiff::Timestamp::now().to_string()),
         };
         let line = crate::conversation::local::where_to_answer(self.source.path(), &recorded);
-        self.source
-            .record_question(recorded)
-            .await
-            .map_err(|error| ForgeError::Other(format!("recording the question in {}: {error}", self.source.path().display())))?;
+        self.source.record_question(recorded).await.map_err(|error| {
+            ForgeError::Other(format!(
+                "recording the question in {}: {error}",
+                self.source.path().display()
+            ))
+        })?;
         Ok(Some(line))
     }
 }

@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use crate::repo::{Workspace, WorkspaceError};
 pub use conversation::{
-    ClosedPullRequest, Comment, ContinuedPullRequest, FeedbackAnswer, PullRequestFeedback, PullRequestInfo, Review, ReviewThread, Role,
+    ClosedPullRequest, Comment, ContinuedPullRequest, FeedbackAnswer, PullRequestFeedback, PullRequestInfo, Review,
+    ReviewThread, Role,
 };
 
 pub mod conversation;
@@ -120,10 +121,9 @@ impl TaskIssue {
     /// edit (GitHub's `updated_at`).
     pub fn changed_after(&self, time: jiff::Timestamp) -> bool {
         self.updated_at.is_some_and(|updated| updated > time)
-            || self
-                .comments
-                .iter()
-                .any(|c| c.role != Role::Bot && c.author != OWN_QUESTION_AUTHOR && c.created_at.is_some_and(|t| t > time))
+            || self.comments.iter().any(|c| {
+                c.role != Role::Bot && c.author != OWN_QUESTION_AUTHOR && c.created_at.is_some_and(|t| t > time)
+            })
     }
 }
 

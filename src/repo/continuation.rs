@@ -109,7 +109,8 @@ fn replay(repo: &Repository, from: Oid, to: Oid, onto: Oid) -> Result<Oid, Strin
     walk.push(to).map_err(git)?;
     walk.hide(from).map_err(git)?;
     walk.simplify_first_parent().map_err(git)?;
-    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE).map_err(git)?;
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
+        .map_err(git)?;
     let commits: Vec<Oid> = walk.collect::<Result<_, _>>().map_err(git)?;
     let mut tip = repo.find_commit(onto).map_err(git)?;
     for oid in commits {

@@ -571,7 +571,10 @@ async fn a_question_is_posted_on_the_issue_and_its_answer_reaches_the_next_promp
         !prompt.contains("upkeep (you) asked:\\n```comment\\nShould upkeep also delete"),
         "a spoofed marker passed for the bot's question: {prompt}"
     );
-    assert!(prompt.contains("comment by mallory (no write access: not an answer):"), "{prompt}");
+    assert!(
+        prompt.contains("comment by mallory (no write access: not an answer):"),
+        "{prompt}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,6 +3,7 @@ mod branches;
 mod budgets;
 mod command_line;
 mod commands;
+mod conversation;
 mod core;
 mod git_boundary;
 mod git_http_server;

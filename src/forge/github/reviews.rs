@@ -11,14 +11,12 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::api::{Method, encode, parse_object};
-use super::json::{
-    CommentJson, IssueJson, PullCommitJson, PullJson, ReviewCommentJson, ReviewJson, timestamp,
-};
+use super::json::{CommentJson, IssueJson, PullCommitJson, PullJson, ReviewCommentJson, ReviewJson, timestamp};
 use super::{GitHubForge, PER_PAGE};
 use crate::forge::conversation::issue_of_branch;
 use crate::forge::{
-    ClosedPullRequest, Comment, FeedbackAnswer, ForgeError, PullRequestFeedback, PullRequestInfo, Review,
-    ReviewThread, Role, TaskIssue,
+    ClosedPullRequest, Comment, FeedbackAnswer, ForgeError, PullRequestFeedback, PullRequestInfo, Review, ReviewThread,
+    Role, TaskIssue,
 };
 use crate::repo::BOT_BRANCH_PREFIX;
 use crate::tools::branch::parse_task_marker;
@@ -99,7 +97,11 @@ impl GitHubForge {
             let operation = format!("reading the {what} of pull request #{number}");
             async move { self.api.list(&operation, rest, MAX_ITEMS).await }
         };
-        let reviews = list("reviews", self.route(&format!("/pulls/{number}/reviews?per_page={PER_PAGE}"))).await?;
+        let reviews = list(
+            "reviews",
+            self.route(&format!("/pulls/{number}/reviews?per_page={PER_PAGE}")),
+        )
+        .await?;
         let review_comments = list(
             "review comments",
             self.route(&format!("/pulls/{number}/comments?per_page={PER_PAGE}")),
@@ -110,7 +112,11 @@ impl GitHubForge {
             self.route(&format!("/issues/{number}/comments?per_page={PER_PAGE}")),
         )
         .await?;
-        let commits = list("commits", self.route(&format!("/pulls/{number}/commits?per_page={PER_PAGE}"))).await?;
+        let commits = list(
+            "commits",
+            self.route(&format!("/pulls/{number}/commits?per_page={PER_PAGE}")),
+        )
+        .await?;
 
         let reviews = reviews
             .into_iter()
@@ -155,7 +161,12 @@ impl GitHubForge {
                 .into_iter()
                 .filter_map(|value| serde_json::from_value::<PullCommitJson>(value).ok())
                 .filter_map(|commit| commit.commit.committer)
-                .filter(|committer| committer.email.as_deref().is_some_and(|e| e.eq_ignore_ascii_case(email)))
+                .filter(|committer| {
+                    committer
+                        .email
+                        .as_deref()
+                        .is_some_and(|e| e.eq_ignore_ascii_case(email))
+                })
                 .filter_map(|committer| timestamp(committer.date.as_deref()))
                 .max()
         });

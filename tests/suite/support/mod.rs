@@ -3,7 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod conformance;
 pub mod git_http;
+pub mod github;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
