@@ -71,6 +71,10 @@ fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<ExtraT
 /// run opened: they count as open even where the forge keeps none (`--dry-run`,
 /// `--forge none`), so continuous mode does not redo them. `notice` hears what a person should
 /// know (a task file that could not be read).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is one input of the prompt; `run` and `prompt` pass the same ones"
+)]
 pub async fn brief(
     config: &Config,
     settings: &RepoSettings,
@@ -138,10 +142,11 @@ pub async fn brief(
         .continued
         .as_ref()
         .and_then(|continued| crate::forge::conversation::issue_of_branch(&continued.branch));
-    let default_issue = config.issue.or(continued_issue).or_else(|| match issues.as_slice() {
+    let only_issue = match issues.as_slice() {
         [only] if backlog => Some(only.number),
         _ => None,
-    });
+    };
+    let default_issue = config.issue.or(continued_issue).or(only_issue);
     let tree = FileTree::scan(files, DEFAULT_TREE_BUDGET);
     let rendered = match (&conversation.feedback, &conversation.issue, &config.task) {
         (Some(feedback), _, _) => Some(render::follow_up_task(feedback)),
