@@ -79,9 +79,26 @@ impl Actions {
     /// the task label makes the run work exactly that issue (branch `upkeep/<N>-…`, `Closes #N`,
     /// questions posted there). Without `--task`, the issue itself (title, body and, on GitHub,
     /// its comments, where answers to earlier questions are) becomes the task.
-    pub async fn apply_event(&self, config: &mut Config) -> Result<(), ConfigError> {
-        if self.event_name.as_deref() != Some("issues") {
-            return Ok(());
+    ///
+    /// A comment or review event ([`crate::conversation::events`]) resumes an issue whose
+    /// question a maintainer answered, or works the feedback on the bot's pull request;
+    /// `Ok(Some(why))` says such an event does not concern upkeep, and the run does nothing.
+    pub async fn apply_event(&self, config: &mut Config) -> Result<Option<String>, ConfigError> {
+        let Some(event_name) = self.event_name.as_deref() else {
+            return Ok(None);
+        };
+        if crate::conversation::events::EVENTS.contains(&event_name) {
+            let path = self.event_path.as_ref().ok_or_else(|| {
+                ConfigError(format!(
+                    "GITHUB_EVENT_NAME is `{event_name}` but GITHUB_EVENT_PATH is not set"
+                ))
+            })?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|error| ConfigError(format!("reading the event payload {}: {error}", path.display())))?;
+            return crate::conversation::events::apply(config, event_name, &text).await;
+        }
+        if event_name != "issues" {
+            return Ok(None);
         }
         let path = self
             .event_path
@@ -93,7 +110,7 @@ impl Actions {
         let issue = match read_issues_event(&text, &label, &config.source)? {
             EventTask::Ignored(why) => {
                 eprintln!("upkeep: {}; working as configured", crate::text::escape_terminal(&why));
-                return Ok(());
+                return Ok(None);
             }
             EventTask::Issue(issue) => issue,
         };
@@ -103,7 +120,7 @@ impl Actions {
             let comments = issue_comments(config, &label, issue.number).await;
             config.task = Some(issue_task(&issue, &comments));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Writes the outputs, the job summary and an annotation for how the run ended. Problems
@@ -584,14 +601,8 @@ mod tests {
             body: "We need one.".into(),
         };
         let comments = [
-            IssueComment {
-                author: OWN_QUESTION_AUTHOR.into(),
-                body: "MIT or Apache-2.0?".into(),
-            },
-            IssueComment {
-                author: "alice".into(),
-                body: "MIT,\nplease.".into(),
-            },
+            IssueComment::new(OWN_QUESTION_AUTHOR, "MIT or Apache-2.0?"),
+            IssueComment::new("alice", "MIT,\nplease."),
         ];
         let text = issue_task(&issue, &comments);
         assert!(text.starts_with("Issue #3: Pick a license\n\nWe need one."), "{text}");

@@ -11,8 +11,9 @@ use serde_json::Value;
 use crate::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
 use crate::agent::prompt::{CyclePrompt, SystemPrompt, TaskSource};
 use crate::config::{Config, ConfigError, DeclaredToolConfig, RepoSettings};
+use crate::conversation::{CycleConversation, memory, render};
 use crate::events::DeclaredToolReport;
-use crate::forge::{Forge, ForgeError, OpenPullRequest, PullRequest};
+use crate::forge::{ContinuedPullRequest, Forge, ForgeError, OpenPullRequest, PullRequest};
 use crate::repo::WorkTree;
 use crate::tools::declared::DeclaredTool;
 use crate::tools::registry::ExtraTool;
@@ -31,6 +32,12 @@ pub struct Briefing {
     pub open_pull_requests: Vec<OpenPullRequest>,
     /// The issue calls work on when they name none.
     pub default_issue: Option<u64>,
+    /// The agent instructions file the system prompt carries (`run_started.instructions_files`).
+    pub instructions_files: Vec<String>,
+    /// The open pull request the cycle continues, when it does.
+    pub continued: Option<ContinuedPullRequest>,
+    /// Branches of bot pull requests closed without merging: their tasks are over.
+    pub closed_branches: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +93,10 @@ fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<ExtraT
 /// run opened: they count as open even where the forge keeps none (`--dry-run`,
 /// `--forge none`), so continuous mode does not redo them. `notice` hears what a person should
 /// know (a task file that could not be read).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is one input of the prompt; `run` and `prompt` pass the same ones"
+)]
 pub async fn brief(
     config: &Config,
     settings: &RepoSettings,
@@ -93,6 +104,7 @@ pub async fn brief(
     base: &str,
     forge: &dyn Forge,
     opened_this_run: &[PullRequest],
+    conversation: &CycleConversation,
     notice: &dyn Fn(&str),
 ) -> Result<Briefing, BriefingError> {
     let registry = ToolRegistry::new(
@@ -103,11 +115,13 @@ pub async fn brief(
     );
     let specs = registry.specs();
     let reply_schema = reply_schema(&specs);
+    let agent_instructions = crate::instructions::read(files, notice);
     let system = SystemPrompt {
         tools: &specs,
         protected_paths: &settings.protected_paths,
         max_turns: settings.max_turns,
         instructions: settings.instructions.as_deref(),
+        agent_instructions: agent_instructions.as_ref(),
     }
     .render();
 
@@ -123,7 +137,9 @@ pub async fn brief(
             });
         }
     }
-    let issues = if config.task.is_none() {
+    // A follow-up or an explicit issue is the whole task; only a backlog cycle lists issues.
+    let backlog = config.task.is_none() && conversation.feedback.is_none() && conversation.issue.is_none();
+    let issues = if backlog {
         forge.task_issues(&settings.label).await?
     } else {
         Vec::new()
@@ -136,6 +152,7 @@ pub async fn brief(
             !open_pull_requests.iter().any(|pr| pr.branch.starts_with(&prefix))
         })
         .collect();
+    let (issues, skipped) = memory::skip_closed(issues, &conversation.closed);
     let tasks_file = match files.read_text(&settings.tasks_file, MAX_TASKS_FILE_BYTES) {
         Ok(text) => text,
         Err(error) => {
@@ -143,26 +160,52 @@ pub async fn brief(
             None
         }
     };
-    let default_issue = config.issue.or_else(|| match issues.as_slice() {
-        [only] if config.task.is_none() => Some(only.number),
+    let continued_issue = conversation
+        .continued
+        .as_ref()
+        .and_then(|continued| crate::forge::conversation::issue_of_branch(&continued.branch));
+    let only_issue = match issues.as_slice() {
+        [only] if backlog => Some(only.number),
         _ => None,
-    });
+    };
+    let default_issue = config.issue.or(continued_issue).or(only_issue);
     let tree = FileTree::scan(files, DEFAULT_TREE_BUDGET);
-    let task = match &config.task {
-        Some(task) => TaskSource::Given(task),
-        None => TaskSource::Backlog {
+    let rendered = match (&conversation.feedback, &conversation.issue, &config.task) {
+        (Some(feedback), _, _) => Some(render::follow_up_task(feedback)),
+        (None, Some(issue), None) => Some(render::issue_task(issue, conversation.continued.as_ref())),
+        _ => None,
+    };
+    let task = match (&rendered, &config.task) {
+        (Some(rendered), _) => TaskSource::Rendered(rendered),
+        (None, Some(task)) => TaskSource::Given(task),
+        (None, None) => TaskSource::Backlog {
             tasks_file: tasks_file
                 .as_deref()
                 .map(|content| (settings.tasks_file.as_str(), content)),
             issues: &issues,
         },
     };
+    let closed_tasks = if backlog {
+        memory::closed_task_branches(&conversation.closed)
+    } else {
+        Vec::new()
+    };
+    let mut sections = Vec::new();
+    if let Some(question) = &conversation.answered {
+        sections.push(render::answered(question));
+    }
+    let memory = render::memory(&skipped, &closed_tasks);
+    if !memory.is_empty() {
+        sections.push(memory);
+    }
     let first_message = CyclePrompt {
         repo: &config.source.prompt_name(),
         base,
         task,
         open_pull_requests: &open_pull_requests,
         file_tree: &tree,
+        conversation: &sections.join("\n\n"),
+        feedback_waiting: &conversation.feedback_waiting,
     }
     .render();
     Ok(Briefing {
@@ -172,5 +215,8 @@ pub async fn brief(
         first_message,
         open_pull_requests,
         default_issue,
+        instructions_files: agent_instructions.map(|found| found.file).into_iter().collect(),
+        continued: conversation.continued.clone(),
+        closed_branches: closed_tasks.iter().map(|closed| closed.branch.clone()).collect(),
     })
 }

@@ -204,6 +204,22 @@ pub struct RunArgs {
     /// Print only errors and the final summary on stderr.
     #[arg(long, short, env = "UPKEEP_QUIET")]
     pub quiet: bool,
+
+    /// Work this issue: its title, body and comments (a question's answer too) are the task.
+    #[arg(long, env = "UPKEEP_ISSUE", conflicts_with = "continuous")]
+    pub issue: Option<u64>,
+
+    /// Work the review feedback on this pull request of the bot's (GitHub).
+    #[arg(long = "pr", env = "UPKEEP_PR", conflicts_with_all = ["task", "task_file", "continuous", "issue"])]
+    pub pull_request: Option<u64>,
+
+    /// Local repository: the answer to the question upkeep asked there; the run resumes with it.
+    #[arg(long, env = "UPKEEP_ANSWER")]
+    pub answer: Option<String>,
+
+    /// The phrase that asks upkeep to act on a comment on its pull request [default: @upkeep]
+    #[arg(long, env = "UPKEEP_TRIGGER_PHRASE")]
+    pub trigger_phrase: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

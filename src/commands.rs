@@ -30,9 +30,13 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     let Some(actions) = actions else {
         return crate::orchestrator::run(config, cancel).await.status;
     };
-    if let Err(error) = actions.apply_event(&mut config).await {
-        finished_with_usage_error(args, &error);
-        return usage_error(&error, &args.repo, Some(&actions));
+    match actions.apply_event(&mut config).await {
+        Ok(None) => {}
+        Ok(Some(why)) => return nothing_to_do(args, &config, &actions, &why),
+        Err(error) => {
+            finished_with_usage_error(args, &error);
+            return usage_error(&error, &args.repo, Some(&actions));
+        }
     }
     let redactor = crate::orchestrator::redactor_for(&config);
     let context = RunContext {
@@ -46,6 +50,47 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     };
     actions.report(&summary, &context, &redactor);
     summary.status
+}
+
+/// An Actions event that does not concern upkeep (a comment by someone without write access,
+/// a review of someone else's pull request): nothing is done, and the run says why.
+fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str) -> ExitStatus {
+    let redactor = crate::orchestrator::redactor_for(config);
+    eprintln!(
+        "upkeep: {}; nothing to do",
+        crate::text::escape_terminal(&redactor.redact(why))
+    );
+    let summary = RunSummary {
+        status: ExitStatus::Done,
+        outcome: "no_tasks".into(),
+        error: None,
+        ..RunSummary::usage_error(&ConfigError(String::new()))
+    };
+    let trace = args
+        .trace
+        .as_ref()
+        .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
+    if args.json || trace.is_some() {
+        let events = crate::events::EventSink::new(redactor.clone(), args.json, trace, crate::events::Verbosity::Quiet);
+        events.emit(
+            crate::events::Scope::default(),
+            crate::events::Event::RunFinished {
+                outcome: summary.outcome.clone(),
+                exit_code: summary.status.code(),
+                cycles: 0,
+                usage: summary.usage,
+                cost_usd: 0.0,
+                error: None,
+            },
+        );
+    }
+    let context = RunContext {
+        repo: config.source.display_name(),
+        issue: None,
+        dry_run: config.dry_run,
+    };
+    actions.report(&summary, &context, &redactor);
+    ExitStatus::Done
 }
 
 /// With `--json` (and `--trace`), a run stopped by a usage error still ends with

@@ -35,6 +35,8 @@ pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 300;
 pub const MIN_CONTEXT_WINDOW: u64 = 1024;
 pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
 pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
+/// What a comment on the bot's pull request says to ask for work.
+pub const DEFAULT_TRIGGER_PHRASE: &str = "@upkeep";
 
 /// A problem with the command line or a config file, found before any work started.
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +69,9 @@ pub struct FileConfig {
     /// Per-model settings; operator-only (the repository's file may not set them).
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// The phrase that asks upkeep to act on a pull request comment; operator-only (it is
+    /// needed before the repository is cloned).
+    pub trigger_phrase: Option<String>,
 }
 
 /// `[models."name"]` in the operator's config.
@@ -168,6 +173,7 @@ impl FileConfig {
             // The model's window: a repository cannot make upkeep send requests its model
             // refuses (or, with Ollama, reserve a huge context).
             ("models", !parsed.models.is_empty()),
+            ("trigger_phrase", parsed.trigger_phrase.is_some()),
         ];
         if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
             return Err(ConfigError(format!(
@@ -443,8 +449,14 @@ pub struct Config {
     pub quiet: bool,
     /// Benchmark knob (`--full-history`): no observation masking.
     pub full_history: bool,
-    /// The issue the run was started for (a GitHub Actions `issues` event), if any.
+    /// The issue the run works (`--issue`, or the GitHub Actions event that started it).
     pub issue: Option<u64>,
+    /// The bot's pull request whose review feedback the run works (`--pr`, or an event).
+    pub pull_request: Option<u64>,
+    /// Local forge: the answer to the pending question (`--answer`).
+    pub answer: Option<String>,
+    /// What a pull request comment must say to start work (`@upkeep`).
+    pub trigger_phrase: String,
     /// Settings given by flag or environment that a file may also set.
     pub overrides: FileConfig,
     /// The operator's `--config` file.
@@ -653,6 +665,30 @@ impl Config {
             }
         }
 
+        let answer = match &args.answer {
+            Some(answer) if answer.trim().is_empty() => return Err(ConfigError::key("--answer", "is empty")),
+            Some(_) if forge != ForgeKind::Local => {
+                return Err(ConfigError::key(
+                    "--answer",
+                    "answers a question upkeep asked about a local repository; on GitHub, answer in a comment on the issue (a maintainer's comment is the answer)",
+                ));
+            }
+            other => other.clone(),
+        };
+        if args.pull_request.is_some() && forge != ForgeKind::Github {
+            return Err(ConfigError::key(
+                "--pr",
+                "works review feedback on a GitHub pull request; --repo must be a GitHub repository (--forge github)",
+            ));
+        }
+        if args
+            .trigger_phrase
+            .as_deref()
+            .is_some_and(|phrase| phrase.trim().is_empty())
+        {
+            return Err(ConfigError::key("--trigger-phrase", "is empty"));
+        }
+
         // The trace file is opened once, by the run's event sink, which reports a file it cannot
         // open as a usage error before any work.
         let trace = args.trace.clone();
@@ -720,7 +756,14 @@ impl Config {
             github,
             quiet: args.quiet,
             full_history: args.full_history,
-            issue: None,
+            issue: args.issue,
+            pull_request: args.pull_request,
+            answer,
+            trigger_phrase: args
+                .trigger_phrase
+                .clone()
+                .or_else(|| operator.trigger_phrase.clone())
+                .unwrap_or_else(|| DEFAULT_TRIGGER_PHRASE.to_owned()),
             overrides: FileConfig {
                 base: args.base.clone(),
                 label: args.label.clone(),

@@ -30,6 +30,9 @@ pub enum Event {
         /// The operator's declared command tools the model is offered.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         declared_tools: Vec<DeclaredToolReport>,
+        /// The repository's agent instructions file the system prompt carries (`AGENTS.md`...),
+        /// as read for the first cycle; empty when there is none.
+        instructions_files: Vec<String>,
     },
     CycleStarted {
         base: String,

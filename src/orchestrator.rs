@@ -20,11 +20,14 @@ use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
 use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
+use crate::conversation::local::LocalResume;
+use crate::conversation::{ConversationError, CycleWork};
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::llm::{self, Provider, pricing};
 use crate::repo::cleanup;
+use crate::repo::questions::LocalQuestion;
 use crate::repo::{CloneRequest, GitAuth, Stop, WorkTree, Workspace, WorkspaceError};
 use crate::secrets::Redactor;
 use crate::tools::{CommandSettings, FinishStatus, ToolContext};
@@ -159,11 +162,14 @@ pub fn event_sink(config: &Config) -> Result<EventSink, ConfigError> {
 
 fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
     let forge: Box<dyn Forge> = match (config.forge, &config.source) {
-        (ForgeKind::Local, RepoSource::Local(path)) => Box::new(LocalForge::new(path.clone())),
+        (ForgeKind::Local, RepoSource::Local(path)) => {
+            Box::new(LocalForge::new(path.clone()).with_task(config.task.clone()))
+        }
         (ForgeKind::None, _) => Box::new(NoForge),
         (ForgeKind::Github, RepoSource::GitHub { owner, name, .. }) => Box::new(
             GitHubForge::new(&config.github, owner, name, config.draft)
-                .map_err(|error| ConfigError(error.to_string()))?,
+                .map_err(|error| ConfigError(error.to_string()))?
+                .with_bot_email(&config.identity.email),
         ),
         (kind, _) => return Err(ConfigError::key("--forge", format!("{kind:?} does not fit --repo"))),
     };
@@ -215,6 +221,11 @@ impl RunSummary {
 /// Runs upkeep as configured. Never panics on bad input; every path out emits `run_finished`
 /// (except a trace file that cannot be opened, which is reported before the run starts).
 pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
+    // A local repository's questions may give the run its task (`--answer`): read before the
+    // settings are borrowed for the run.
+    let mut config = config;
+    let local = crate::conversation::local::resume(&mut config).await;
+    let config = config;
     let events = match event_sink(&config) {
         Ok(events) => events,
         Err(error) => {
@@ -247,6 +258,10 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         scope: cleanup::Scope::new(),
         unsaved: Vec::new(),
         commands: config.commands.clone(),
+        conversation: ConversationState {
+            local: Some(local),
+            ..ConversationState::default()
+        },
     };
     let result = runner.run().await;
     runner.kept = None;
@@ -342,11 +357,17 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         pull_requests: Vec::new(),
         question: None,
         kept: None,
+        conversation: ConversationState::default(),
     };
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
+    runner.check_pull_request(forge.as_ref()).await.map_err(fail)?;
     let (workspace, settings, _) = runner.prepare(1).await.map_err(fail)?;
     let files = WorkTree::open(workspace.root(), &settings.protected_paths)
         .map_err(|error| fail(RunError::Usage(ConfigError(error.to_string()))))?;
+    let conversation = match runner.conversation(1, forge.as_ref(), &workspace).await.map_err(fail)? {
+        CycleWork::Work(conversation) => conversation,
+        CycleWork::Nothing(reason) => return Err((ExitStatus::Done, reason)),
+    };
     brief(
         config,
         &settings,
@@ -354,6 +375,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         workspace.base_branch(),
         forge.as_ref(),
         &[],
+        &conversation,
         &|text| events.alert(text),
     )
     .await
@@ -382,11 +404,37 @@ struct Runner<'a> {
     unsaved: Vec<crate::repo::UnsavedChanges>,
     /// The operator's command settings plus the sandbox decided for this run.
     commands: CommandSettings,
+    /// What the conversation on the forge gives the run (see [`crate::conversation`]).
+    conversation: ConversationState,
+}
+
+/// The run's part of the conversation: a local question to resume, the first cycle's clone
+/// (made before `run_started`, which names the agent instructions it holds), and the base of
+/// the pull request a `--pr` run follows up.
+#[derive(Default)]
+struct ConversationState {
+    local: Option<Result<LocalResume, ConfigError>>,
+    resumed: Option<LocalQuestion>,
+    first: Option<(Workspace, RepoSettings, bool)>,
+    pull_request_base: Option<String>,
 }
 
 impl Runner<'_> {
     async fn run(&mut self) -> Result<RunEnd, RunError> {
         let config = self.config;
+        match self.conversation.local.take() {
+            Some(Err(error)) => return Err(RunError::Usage(error)),
+            Some(Ok(LocalResume::Pending(pending))) => {
+                if let RepoSource::Local(path) = &config.source {
+                    self.events
+                        .say(&crate::conversation::local::describe_pending(path, &pending));
+                }
+                self.question = pending.first().map(|q| q.question.clone());
+                return Ok(RunEnd::Question);
+            }
+            Some(Ok(LocalResume::Resume(question))) => self.conversation.resumed = Some(question),
+            Some(Ok(LocalResume::Nothing)) | None => {}
+        }
         let provider = llm::build(&config.provider)?;
         crate::llm::tokens::preload(provider.name(), provider.model());
         let forge = build_forge(config)?;
@@ -397,6 +445,14 @@ impl Runner<'_> {
             None
         };
         self.budget = Some(Budget::new(config.budgets, None));
+        self.check_pull_request(forge.as_ref()).await?;
+        let first = self.prepare(1).await?;
+        let instructions_files = WorkTree::open(first.0.root(), &[])
+            .ok()
+            .and_then(|tree| crate::instructions::read(&tree, &|_| {}))
+            .map(|found| vec![found.file])
+            .unwrap_or_default();
+        self.conversation.first = Some(first);
         self.events.emit(
             Scope::default(),
             Event::RunStarted {
@@ -407,6 +463,7 @@ impl Runner<'_> {
                 dangerous_tools: config.dangerous_tools,
                 sandbox: sandbox.map(|plan| crate::exec::SandboxReport::new(&plan, &config.commands.limits)),
                 declared_tools: crate::briefing::exposed_declared_tools(config, &config.operator.tools),
+                instructions_files,
             },
         );
         loop {
@@ -443,6 +500,41 @@ impl Runner<'_> {
                 (_, end) => return Ok(end),
             }
         }
+    }
+
+    /// `--pr N`: refuses, before any work, a pull request the bot did not open or that is not
+    /// open (exit 2), and clones from the branch it targets.
+    async fn check_pull_request(&mut self, forge: &dyn Forge) -> Result<(), RunError> {
+        let Some(number) = self.config.pull_request else {
+            return Ok(());
+        };
+        let feedback = forge
+            .pull_request_feedback(number)
+            .await
+            .map_err(|error| RunError::Failure(error.into()))?;
+        crate::conversation::follow_up::check_workable(&feedback.pull_request)
+            .map_err(|reason| RunError::Usage(ConfigError::key("--pr", reason)))?;
+        self.conversation.pull_request_base = Some(feedback.pull_request.base);
+        Ok(())
+    }
+
+    /// The cycle's conversation on the forge; checks the clone out on the branch it continues.
+    async fn conversation(&self, cycle: u32, forge: &dyn Forge, workspace: &Workspace) -> Result<CycleWork, RunError> {
+        crate::conversation::for_cycle(
+            self.config,
+            forge,
+            workspace,
+            self.conversation.resumed.as_ref(),
+            &|text| self.events.say(text),
+        )
+        .await
+        .map_err(|error| match error {
+            ConversationError::Refused(reason) if cycle == 1 => RunError::Usage(ConfigError(reason)),
+            ConversationError::Refused(reason) => RunError::Failure(anyhow::anyhow!(reason)),
+            ConversationError::Workspace(error) => RunError::from(error),
+            ConversationError::Forge(crate::forge::ForgeError::Workspace(error)) => RunError::from(error),
+            ConversationError::Forge(error) => RunError::Failure(error.into()),
+        })
     }
 
     /// What ends git work early: the interrupt and the run's `--timeout` deadline.
@@ -548,7 +640,12 @@ impl Runner<'_> {
     /// `.upkeep.toml`, which a refresh of the base alone would not see change.
     async fn prepare(&mut self, cycle: u32) -> Result<(Workspace, RepoSettings, bool), RunError> {
         let config = self.config;
-        let explicit_base = config.overrides.base.clone().or_else(|| config.operator.base.clone());
+        let explicit_base = self
+            .conversation
+            .pull_request_base
+            .clone()
+            .or_else(|| config.overrides.base.clone())
+            .or_else(|| config.operator.base.clone());
         if let Some(kept) = self.kept.take() {
             match self.refresh(kept).await {
                 Ok(workspace) => {
@@ -604,7 +701,10 @@ impl Runner<'_> {
 
     async fn cycle(&mut self, cycle: u32, provider: &dyn Provider, forge: &dyn Forge) -> Result<RunEnd, RunError> {
         let config = self.config;
-        let (workspace, settings, reusable) = self.prepare(cycle).await?;
+        let (workspace, settings, reusable) = match self.conversation.first.take() {
+            Some(first) => first,
+            None => self.prepare(cycle).await?,
+        };
         let base = workspace.base_branch().to_owned();
         self.events.emit(
             Scope {
@@ -620,9 +720,23 @@ impl Runner<'_> {
         let files = WorkTree::open(workspace.root(), &settings.protected_paths)
             .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
         let task_key = config.task.as_deref().map(crate::tools::branch::task_key);
-        let briefing = brief(config, &settings, &files, &base, forge, &self.pull_requests, &|text| {
-            self.events.alert(text)
-        })
+        let conversation = match self.conversation(cycle, forge, &workspace).await? {
+            CycleWork::Work(conversation) => conversation,
+            CycleWork::Nothing(reason) => {
+                self.events.say(&format!("nothing to do: {reason}"));
+                return Ok(RunEnd::NoTasks);
+            }
+        };
+        let briefing = brief(
+            config,
+            &settings,
+            &files,
+            &base,
+            forge,
+            &self.pull_requests,
+            &conversation,
+            &|text| self.events.alert(text),
+        )
         .await
         .map_err(|error| match error {
             BriefingError::Config(error) => RunError::Usage(error),
@@ -651,6 +765,8 @@ impl Runner<'_> {
             cycle_branch: None,
             open_pull_requests: &briefing.open_pull_requests,
             task_key: task_key.as_deref(),
+            continued: briefing.continued.as_ref(),
+            closed_branches: &briefing.closed_branches,
         };
         let agent = Agent {
             provider,
@@ -681,6 +797,15 @@ impl Runner<'_> {
         self.keep_clone(cycle, &workspace).await;
         let outcome = outcome?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
+        // The answered question reached a cycle that ended: it is settled (a budget keeps it for
+        // the next run, which resumes it).
+        if !matches!(outcome, CycleOutcome::Limit(_)) {
+            if let Some(resumed) = self.conversation.resumed.take() {
+                if let Err(error) = crate::conversation::local::settle(config, &resumed).await {
+                    self.events.say(&format!("upkeep: {error}"));
+                }
+            }
+        }
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
         // (and every error above) drops it here, which removes the temporary directory.
         let continues = matches!(
@@ -717,7 +842,7 @@ impl Runner<'_> {
             CycleOutcome::Question { question, issue } => {
                 self.question = Some(question.clone());
                 match forge.post_question(issue, &question).await {
-                    Ok(Some(place)) => self.events.alert(&format!("question posted: {place}")),
+                    Ok(Some(place)) => self.events.alert(&place),
                     Ok(None) => {}
                     Err(error) => self
                         .events

@@ -4,7 +4,10 @@
 
 use async_trait::async_trait;
 
-use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, TaskIssue, render_preview};
+use super::{
+    ClosedPullRequest, FeedbackAnswer, Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft,
+    PullRequestFeedback, TaskIssue, render_preview,
+};
 use crate::repo::Workspace;
 
 pub struct DryRun {
@@ -40,11 +43,38 @@ impl Forge for DryRun {
             title: draft.title.clone(),
             updated: false,
             preview: Some(render_preview(draft, &diff)),
+            answers: Vec::new(),
             task_key: None,
         })
     }
 
     async fn post_question(&self, issue: Option<u64>, _question: &str) -> Result<Option<String>, ForgeError> {
         Ok(issue.map(|number| format!("(dry run: would comment on issue #{number})")))
+    }
+
+    async fn issue(&self, number: u64) -> Result<Option<TaskIssue>, ForgeError> {
+        self.inner.issue(number).await
+    }
+
+    async fn closed_pull_requests(&self, base: &str) -> Result<Vec<ClosedPullRequest>, ForgeError> {
+        self.inner.closed_pull_requests(base).await
+    }
+
+    async fn pull_request_feedback(&self, number: u64) -> Result<PullRequestFeedback, ForgeError> {
+        self.inner.pull_request_feedback(number).await
+    }
+
+    async fn answer_feedback(&self, answer: &FeedbackAnswer) -> Result<Vec<String>, ForgeError> {
+        let mut would = Vec::new();
+        for (thread, reply) in &answer.replies {
+            would.push(format!("(dry run: would reply in review thread {thread}) {reply}"));
+        }
+        if let Some(summary) = &answer.summary {
+            would.push(format!(
+                "(dry run: would comment on pull request #{}) {summary}",
+                answer.pull_request
+            ));
+        }
+        Ok(would)
     }
 }

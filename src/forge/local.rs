@@ -10,19 +10,29 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 
 use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, body_with_issue};
+use crate::repo::questions::LocalQuestion;
 use crate::repo::source::LocalSource;
 use crate::repo::{Workspace, WorkspaceError};
 
 #[derive(Debug)]
 pub struct LocalForge {
     source: LocalSource,
+    /// The run's `--task`, kept with a question about it so that answering resumes it.
+    task: Option<String>,
 }
 
 impl LocalForge {
     pub fn new(source: PathBuf) -> Self {
         Self {
             source: LocalSource::new(source),
+            task: None,
         }
+    }
+
+    /// The task the run works (`--task`), for the questions asked about it.
+    pub fn with_task(mut self, task: Option<String>) -> Self {
+        self.task = task;
+        self
     }
 
     fn url(&self, branch: &str) -> String {
@@ -83,12 +93,30 @@ impl Forge for LocalForge {
             title: draft.title.clone(),
             updated: existed,
             preview: None,
+            answers: Vec::new(),
             task_key: None,
         })
     }
 
-    async fn post_question(&self, _issue: Option<u64>, _question: &str) -> Result<Option<String>, ForgeError> {
-        // A local repository has nowhere to post; the question is shown on stderr and in events.
-        Ok(None)
+    async fn post_question(&self, issue: Option<u64>, question: &str) -> Result<Option<String>, ForgeError> {
+        // Kept in the repository's git config, where the next run finds it (see
+        // `crate::repo::questions`).
+        let task_key = self.task.as_deref().map(crate::tools::branch::task_key);
+        let recorded = LocalQuestion {
+            key: LocalQuestion::key_for(issue, task_key.as_deref()),
+            question: question.to_owned(),
+            answer: None,
+            issue,
+            task: self.task.clone(),
+            asked: Some(jiff::Timestamp::now().to_string()),
+        };
+        let line = crate::conversation::local::where_to_answer(self.source.path(), &recorded);
+        self.source.record_question(recorded).await.map_err(|error| {
+            ForgeError::Other(format!(
+                "recording the question in {}: {error}",
+                self.source.path().display()
+            ))
+        })?;
+        Ok(Some(line))
     }
 }

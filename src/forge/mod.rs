@@ -10,7 +10,12 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::repo::{Workspace, WorkspaceError};
+pub use conversation::{
+    ClosedPullRequest, Comment, ContinuedPullRequest, FeedbackAnswer, PullRequestFeedback, PullRequestInfo, Review,
+    ReviewThread, Role,
+};
 
+pub mod conversation;
 pub mod dry_run;
 pub mod github;
 pub mod local;
@@ -28,6 +33,10 @@ pub struct PullRequestDraft {
     /// The task without an issue that this pull request is for (see
     /// [`crate::tools::branch::task_key`]): the forge keeps it with the pull request.
     pub task_key: Option<String>,
+    /// Set when the cycle continues this open pull request (a review follow-up, or an answered
+    /// question on an issue that has one): the branch is pushed only as a fast-forward of what
+    /// the forge has, and the pull request's title and description stay as they are.
+    pub follow_up: Option<u64>,
 }
 
 /// A published (or, in a dry run, previewed) pull request.
@@ -45,6 +54,9 @@ pub struct PullRequest {
     /// For forges that send nothing anywhere: the title, body and diff that would be sent.
     #[serde(skip)]
     pub preview: Option<String>,
+    /// Where the bot answered the review a follow-up commit addressed.
+    #[serde(skip)]
+    pub answers: Vec<String>,
 }
 
 /// One of the bot's own open pull requests, shown to the model so it does not redo work.
@@ -64,19 +76,55 @@ pub struct OpenPullRequest {
 pub const OWN_QUESTION_AUTHOR: &str = "upkeep (you)";
 
 /// A comment on a task issue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssueComment {
     pub author: String,
     pub body: String,
+    /// Who wrote it: only a maintainer's comment after the bot's question answers it.
+    pub role: Role,
+    pub created_at: Option<jiff::Timestamp>,
+}
+
+impl IssueComment {
+    /// A comment by someone without write access (what tests and forges without roles build).
+    pub fn new(author: impl Into<String>, body: impl Into<String>) -> Self {
+        Self {
+            author: author.into(),
+            body: body.into(),
+            role: Role::Other,
+            created_at: None,
+        }
+    }
 }
 
 /// An open issue carrying the task label.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskIssue {
     pub number: u64,
     pub title: String,
     pub body: String,
     pub comments: Vec<IssueComment>,
+    /// When the issue last changed (an edit, a comment, a label).
+    pub updated_at: Option<jiff::Timestamp>,
+}
+
+impl TaskIssue {
+    /// The bot's question that is still waiting: its last question, when no maintainer has
+    /// commented after it.
+    pub fn pending_question(&self) -> Option<&IssueComment> {
+        let asked = self.comments.iter().rposition(|c| c.author == OWN_QUESTION_AUTHOR)?;
+        let answered = self.comments[asked + 1..].iter().any(|c| c.role == Role::Maintainer);
+        (!answered).then(|| &self.comments[asked])
+    }
+
+    /// Whether the issue changed after `time`: a comment by someone other than the bot, or an
+    /// edit (GitHub's `updated_at`).
+    pub fn changed_after(&self, time: jiff::Timestamp) -> bool {
+        self.updated_at.is_some_and(|updated| updated > time)
+            || self.comments.iter().any(|c| {
+                c.role != Role::Bot && c.author != OWN_QUESTION_AUTHOR && c.created_at.is_some_and(|t| t > time)
+            })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -135,8 +183,34 @@ pub trait Forge: Send + Sync {
     /// Pushes the committed branch and opens (or updates) its pull request.
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError>;
 
-    /// Posts a question where a human will see it; returns where, when it was posted anywhere.
+    /// Posts a question where a human will see it; returns a line for people saying where
+    /// (and how to answer), when it was kept anywhere.
     async fn post_question(&self, issue: Option<u64>, question: &str) -> Result<Option<String>, ForgeError>;
+
+    /// One issue, open or closed, with its recent comments (`--issue N`). Forges without issues
+    /// have none.
+    async fn issue(&self, _number: u64) -> Result<Option<TaskIssue>, ForgeError> {
+        Ok(None)
+    }
+
+    /// The bot's pull requests against `base` that were closed without merging, newest first.
+    async fn closed_pull_requests(&self, _base: &str) -> Result<Vec<ClosedPullRequest>, ForgeError> {
+        Ok(Vec::new())
+    }
+
+    /// A pull request and everything said on it (`--pr N`, and the open pull requests listed in
+    /// a cycle's prompt). Forges without reviews refuse.
+    async fn pull_request_feedback(&self, number: u64) -> Result<PullRequestFeedback, ForgeError> {
+        Err(ForgeError::Other(format!(
+            "the {} forge has no pull request reviews (pull request #{number})",
+            self.name()
+        )))
+    }
+
+    /// Answers the feedback a follow-up commit addressed; returns where each answer went.
+    async fn answer_feedback(&self, _answer: &FeedbackAnswer) -> Result<Vec<String>, ForgeError> {
+        Ok(Vec::new())
+    }
 }
 
 /// The body with `Closes #N` added when it does not already close the issue with a closing

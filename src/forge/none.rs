@@ -32,6 +32,7 @@ impl Forge for NoForge {
             title: draft.title.clone(),
             updated: false,
             preview: Some(render_preview(draft, &diff)),
+            answers: Vec::new(),
             task_key: None,
         })
     }

@@ -46,6 +46,15 @@ pub const BOT_BRANCH_PREFIX: &str = "upkeep/";
 /// until it ends, and the run's cleanup removes the directory in any case.
 const WIND_DOWN: Duration = Duration::from_secs(3);
 
+/// How a branch is pushed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PushMode {
+    /// Replaces whatever the remote branch holds (a bot branch rebuilt on a fresh base).
+    Force,
+    /// Only on top of what the remote branch holds (a pull request others may have pushed to).
+    FastForward,
+}
+
 /// Who commits. The default is an obviously-automated identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
@@ -273,6 +282,19 @@ impl Workspace {
         &self.inner.stop
     }
 
+    /// How the clone was made, so that later fetches fetch the same way.
+    pub(super) fn stall_timeout(&self) -> Duration {
+        self.inner.stall_timeout
+    }
+
+    pub(super) fn depth(&self) -> u32 {
+        self.inner.depth
+    }
+
+    pub(super) fn is_local(&self) -> bool {
+        self.inner.is_local
+    }
+
     /// The work tree: the clone's top-level directory (canonical: symlinks resolved).
     pub fn root(&self) -> &Path {
         &self.inner.layout.root
@@ -420,6 +442,11 @@ impl Workspace {
     /// Pushes `branch` to the operator's URL, forced (bot branches are rewritten when a pull
     /// request is updated).
     pub fn push_blocking(&self, branch: &str, auth: &GitAuth) -> Result<(), WorkspaceError> {
+        self.push_refspec(branch, auth, PushMode::Force)
+    }
+
+    /// Pushes `branch`, forced or only as a fast-forward of what the remote has.
+    pub(super) fn push_refspec(&self, branch: &str, auth: &GitAuth, mode: PushMode) -> Result<(), WorkspaceError> {
         if !branch.starts_with(BOT_BRANCH_PREFIX) || branch == self.inner.base {
             return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
         }
@@ -439,7 +466,8 @@ impl Workspace {
         callbacks.sideband_progress(|_| !stop.is_stopped());
         let mut options = PushOptions::new();
         options.remote_callbacks(callbacks);
-        let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
+        let force = if mode == PushMode::Force { "+" } else { "" };
+        let refspec = format!("{force}refs/heads/{branch}:refs/heads/{branch}");
         let transfer = Transfer::new(url, auth.token.clone(), stop.clone(), self.inner.stall_timeout);
         let result = with_transfer(&transfer, || remote.push(&[refspec.as_str()], Some(&mut options)))?;
         drop(options);

@@ -6,7 +6,10 @@
 //! - [`git`]: the [`Workspace`] (clone, commit, diff, push) with its git directory outside the
 //!   work tree; `refresh.rs` (continuous mode's fresh copy in place), `checkout.rs` and
 //!   `fetch.rs` are its parts.
-//! - [`source`]: the operator's local repository that the `local` forge writes bot branches to.
+//! - [`source`]: the operator's local repository that the `local` forge writes bot branches to;
+//!   [`questions`]: the questions the bot asked there, kept in its git config.
+//! - `continuation.rs`: a cycle that goes on from a bot branch the remote has (a review
+//!   follow-up) and pushes only on top of it.
 //! - [`transport`]: git over HTTP(S) with the token pinned to the operator URL's origin;
 //!   `waiting.rs` gives up its waits on an interrupt, the deadline or a stall.
 //! - [`setup`]: libgit2 made blind to user and system git configuration, once per process.
@@ -18,11 +21,13 @@
 mod changes;
 mod checkout;
 pub mod cleanup;
+mod continuation;
 mod error;
 mod export;
 mod fetch;
 pub mod fs;
 pub mod git;
+pub mod questions;
 mod refresh;
 pub mod setup;
 pub mod source;

@@ -47,7 +47,7 @@ impl LocalSource {
 
     /// Opens the repository at exactly this path (no search upwards), refusing a `commondir`
     /// that points anywhere but the repository a linked work tree belongs to.
-    fn open(&self) -> Result<Repository, WorkspaceError> {
+    pub(super) fn open(&self) -> Result<Repository, WorkspaceError> {
         super::setup::setup()?;
         let repo = Repository::open(&self.path)?;
         let git_dir = repo.path().canonicalize()?;

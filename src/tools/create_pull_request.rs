@@ -21,11 +21,7 @@ impl Tool for CreatePullRequest {
             "create_pull_request",
             ToolClass::Safe,
             "Commit every change made so far on a bot branch, push it and open a pull request (or update the open one for the same branch). Call finish afterwards.",
-            object_schema(&[
-                ("title", "string", "pull request title, imperative and specific", true),
-                ("body", "string", "what changed and why, in Markdown", true),
-                ("issue", "integer", "number of the issue this resolves, if any", false),
-            ]),
+            parameters(),
         )
     }
 
@@ -36,14 +32,24 @@ impl Tool for CreatePullRequest {
             return Err(ToolError::model("title is empty"));
         }
         let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
-        let branch = BranchChoice {
-            cycle_branch: ctx.cycle_branch,
-            issue,
-            title: &title,
-            task_key: ctx.task_key,
-            open: ctx.open_pull_requests,
+        let replies = replies(arguments, ctx)?;
+        let branch = match ctx.continued {
+            // The pull request being continued takes the commit, whatever the title says.
+            Some(continued) => continued.branch.clone(),
+            None => BranchChoice {
+                cycle_branch: ctx.cycle_branch,
+                issue,
+                title: &title,
+                task_key: ctx.task_key,
+                open: ctx.open_pull_requests,
+            }
+            .pick(),
+        };
+        if ctx.cycle_branch.is_none() && ctx.closed_branches.contains(&branch) {
+            return Err(ToolError::model(format!(
+                "a pull request on {branch} was closed without merging: that task is over (see \"Closed without merging\" in the first message). Pick another task, or, if this is a different task, give it a different title"
+            )));
         }
-        .pick();
         // An issue is its own identity; a task without one is recognised by its key.
         let task_key = ctx.task_key.filter(|_| issue.is_none()).map(str::to_owned);
         let workspace = ctx.workspace;
@@ -73,12 +79,16 @@ impl Tool for CreatePullRequest {
             body,
             issue,
             task_key,
+            follow_up: ctx.continued.map(|continued| continued.number),
         };
         match ctx.forge.publish(workspace, &draft).await {
             Ok(mut pull_request) => {
                 // What the pull request carries is saved: `finish` may end the cycle now.
                 workspace.mark_saved(commit);
                 pull_request.task_key = draft.task_key.clone();
+                if let Some(continued) = ctx.continued.filter(|continued| continued.review) {
+                    answer_review(ctx, continued, &replies, &draft.body, &mut pull_request).await;
+                }
                 Ok(ToolOutput::PullRequest(pull_request))
             }
             Err(error) if error.is_fatal() => Err(ToolError::Fatal(anyhow::Error::new(error))),
@@ -87,6 +97,89 @@ impl Tool for CreatePullRequest {
                 draft.branch
             ))),
         }
+    }
+}
+
+/// The arguments: title, body, issue, and the review replies of a follow-up.
+fn parameters() -> Value {
+    let mut schema = object_schema(&[
+        ("title", "string", "pull request title, imperative and specific", true),
+        ("body", "string", "what changed and why, in Markdown", true),
+        ("issue", "integer", "number of the issue this resolves, if any", false),
+    ]);
+    schema["properties"]["replies"] = json!({
+        "type": "array",
+        "description": "review follow-up only: one reply per review thread you addressed",
+        "items": {
+            "type": "object",
+            "properties": {
+                "comment_id": {"type": "integer", "description": "the review thread's id, as the first message names it"},
+                "body": {"type": "string", "description": "what you changed for this thread"},
+            },
+            "required": ["comment_id", "body"],
+            "additionalProperties": false,
+        },
+    });
+    schema
+}
+
+/// The `replies` argument as (thread id, text); only meaningful in a review follow-up.
+fn replies(arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<Vec<(u64, String)>, ToolError> {
+    let Some(value) = arguments.get("replies").filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let Some(items) = value.as_array() else {
+        return Err(ToolError::model(format!(
+            "`replies` must be an array of {{\"comment_id\", \"body\"}} objects, not {}",
+            args::type_name(value)
+        )));
+    };
+    let threads = ctx.continued.map(|c| c.threads.as_slice()).unwrap_or_default();
+    let mut replies = Vec::with_capacity(items.len());
+    for item in items {
+        let (Some(id), Some(body)) = (
+            item.get("comment_id").and_then(Value::as_u64),
+            item.get("body").and_then(Value::as_str),
+        ) else {
+            return Err(ToolError::model(
+                "each entry of `replies` needs `comment_id` (integer) and `body` (string)",
+            ));
+        };
+        if !threads.contains(&id) {
+            return Err(ToolError::model(format!(
+                "review thread {id} is not one of the threads in the first message ({}); reply only in those",
+                if threads.is_empty() {
+                    "there are none in this cycle".to_owned()
+                } else {
+                    threads.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                }
+            )));
+        }
+        replies.push((id, ctx.redactor.redact(body)));
+    }
+    Ok(replies)
+}
+
+/// Answers the review after the follow-up commit was pushed. A failure to post is reported in
+/// the call's result but does not undo the push (the commit is there for the maintainers).
+async fn answer_review(
+    ctx: &ToolContext<'_>,
+    continued: &crate::forge::ContinuedPullRequest,
+    replies: &[(u64, String)],
+    body: &str,
+    pull_request: &mut crate::forge::PullRequest,
+) {
+    let commit = match ctx.workspace.head_commit().await {
+        Ok(commit) => commit.to_string(),
+        Err(error) => {
+            tracing::warn!("could not read the pushed commit: {error}");
+            return;
+        }
+    };
+    let answer = crate::conversation::follow_up::answer(continued, replies, body, &commit);
+    match ctx.forge.answer_feedback(&answer).await {
+        Ok(posted) => pull_request.answers = posted,
+        Err(error) => pull_request.answers = vec![format!("the review was not answered: {error}")],
     }
 }
 
@@ -101,6 +194,7 @@ pub fn describe(pull_request: &crate::forge::PullRequest) -> String {
         "number": pull_request.number,
         "branch": pull_request.branch,
         "updated_existing": pull_request.updated,
+        "answers": pull_request.answers,
         "next": "call finish with status completed and a one-line summary",
     })
     .to_string()

@@ -97,6 +97,11 @@ pub struct ToolContext<'a> {
     pub open_pull_requests: &'a [crate::forge::OpenPullRequest],
     /// The key of the task text, when the run was given one (see [`branch::task_key`]).
     pub task_key: Option<&'a str>,
+    /// The bot's open pull request this cycle continues (a review follow-up, or an answered
+    /// question on an issue that has one): its branch takes the commit, pushed on top.
+    pub continued: Option<&'a crate::forge::ContinuedPullRequest>,
+    /// Branches of bot pull requests closed without merging: proposing one again is refused.
+    pub closed_branches: &'a [String],
 }
 
 #[async_trait]

@@ -282,7 +282,7 @@ fn anonymous_clone_without_token() {
 }
 
 #[test]
-fn malformed_request_gets_400_and_drop_closes_listener() {
+fn malformed_request_gets_400() {
     let fx = Fixture::new();
     let server = GitHttpServer::start(&fx.root, Some(TOKEN));
     let addr = server.url().strip_prefix("http://").expect("http url").to_owned();
@@ -300,7 +300,6 @@ fn malformed_request_gets_400_and_drop_closes_listener() {
         assert!(response.starts_with("HTTP/1.1 400 "), "{response}");
     }
     assert_eq!(server.requests().iter().filter(|r| r.status == 400).count(), 3);
-
-    drop(server);
-    assert!(TcpStream::connect(&addr).is_err());
+    // (Whether the port is closed after `drop` cannot be checked reliably: another test's
+    // server may bind the same ephemeral port at once.)
 }

@@ -18,12 +18,23 @@ pub struct PullJson {
     pub head: HeadJson,
     #[serde(default)]
     pub base: Option<BaseJson>,
+    /// Who opened it; `null` for a deleted account.
+    #[serde(default)]
+    pub user: Option<UserJson>,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub merged_at: Option<String>,
+    #[serde(default)]
+    pub closed_at: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct HeadJson {
     #[serde(rename = "ref")]
     pub ref_name: String,
+    #[serde(default)]
+    pub sha: String,
     /// `null` when the head repository (a fork) was deleted.
     #[serde(default)]
     pub repo: Option<RepoJson>,
@@ -53,12 +64,20 @@ pub struct IssueJson {
     pub comments: u64,
     #[serde(default)]
     pub pull_request: Option<Value>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct CommentJson {
     #[serde(default)]
+    pub id: u64,
+    #[serde(default)]
     pub html_url: String,
+    #[serde(default)]
+    pub author_association: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
     #[serde(default)]
     pub body: Option<String>,
     #[serde(default)]
@@ -69,4 +88,72 @@ pub struct CommentJson {
 pub struct UserJson {
     #[serde(default)]
     pub login: String,
+}
+
+/// A pull request review (`GET /repos/{owner}/{repo}/pulls/{n}/reviews`).
+#[derive(Debug, Deserialize)]
+pub struct ReviewJson {
+    pub id: u64,
+    #[serde(default)]
+    pub user: Option<UserJson>,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub state: String,
+    #[serde(default)]
+    pub author_association: Option<String>,
+    /// Absent on a pending (unsubmitted) review.
+    #[serde(default)]
+    pub submitted_at: Option<String>,
+}
+
+/// A review comment (`GET /repos/{owner}/{repo}/pulls/{n}/comments`).
+#[derive(Debug, Deserialize)]
+pub struct ReviewCommentJson {
+    pub id: u64,
+    #[serde(default)]
+    pub user: Option<UserJson>,
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub path: String,
+    /// `null` when the comment no longer applies to the diff.
+    #[serde(default)]
+    pub line: Option<u64>,
+    #[serde(default)]
+    pub original_line: Option<u64>,
+    #[serde(default)]
+    pub diff_hunk: String,
+    #[serde(default)]
+    pub in_reply_to_id: Option<u64>,
+    #[serde(default)]
+    pub author_association: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+/// A commit of a pull request (`GET /repos/{owner}/{repo}/pulls/{n}/commits`).
+#[derive(Debug, Deserialize)]
+pub struct PullCommitJson {
+    pub commit: GitCommitJson,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct GitCommitJson {
+    #[serde(default)]
+    pub committer: Option<GitUserJson>,
+}
+
+/// A git identity in a commit; GitHub may send `null`.
+#[derive(Debug, Deserialize)]
+pub struct GitUserJson {
+    #[serde(default)]
+    pub email: Option<String>,
+    #[serde(default)]
+    pub date: Option<String>,
+}
+
+/// A timestamp as GitHub writes them (`2011-04-14T16:00:49Z`); anything else is unknown.
+pub fn timestamp(text: Option<&str>) -> Option<jiff::Timestamp> {
+    text?.parse().ok()
 }

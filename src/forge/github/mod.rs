@@ -14,13 +14,14 @@ use serde_json::json;
 
 pub mod api;
 mod json;
+mod reviews;
 
 use api::{Api, Method, encode, parse_list, parse_object};
-use json::{CommentJson, HeadJson, IssueJson, PullJson, UserJson};
+use json::{CommentJson, HeadJson, IssueJson, PullJson, UserJson, timestamp};
 
 use super::{
-    Forge, ForgeError, IssueComment, OWN_QUESTION_AUTHOR, OpenPullRequest, PullRequest, PullRequestDraft, TaskIssue,
-    body_with_issue,
+    ClosedPullRequest, FeedbackAnswer, Forge, ForgeError, IssueComment, OWN_QUESTION_AUTHOR, OpenPullRequest,
+    PullRequest, PullRequestDraft, PullRequestFeedback, Role, TaskIssue, body_with_issue,
 };
 use crate::config::GitHubSettings;
 use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
@@ -51,6 +52,11 @@ pub struct GitHubForge {
     /// The account the token belongs to, once known: only its comments can be the bot's own
     /// questions. `None` inside means it could not be told.
     bot_login: tokio::sync::OnceCell<Option<String>>,
+    /// The email on the bot's commits: a pull request's newest commit with it is the bot's last
+    /// push.
+    bot_email: Option<String>,
+    /// `https://github.com` (or the Enterprise server), for links to pull requests.
+    server: String,
 }
 
 impl std::fmt::Debug for GitHubForge {
@@ -78,7 +84,15 @@ impl GitHubForge {
             token: settings.token.clone(),
             draft,
             bot_login,
+            bot_email: None,
+            server: settings.server_url.trim_end_matches('/').to_owned(),
         })
+    }
+
+    /// Tells the forge the email on the bot's commits (`--author-email`).
+    pub fn with_bot_email(mut self, email: &str) -> Self {
+        self.bot_email = Some(email.to_owned());
+        self
     }
 
     /// The bot's account: the login `GET /user` answers for the token. An Actions
@@ -113,6 +127,11 @@ impl GitHubForge {
 
     fn repo(&self) -> String {
         format!("{}/{}", self.owner, self.name)
+    }
+
+    /// The repository's web address.
+    fn html_base(&self) -> String {
+        format!("{}/{}", self.server, self.repo())
     }
 
     /// `/repos/{owner}/{name}{rest}`, joined to the API base by [`Api`].
@@ -178,6 +197,18 @@ impl GitHubForge {
             .map(|comment| issue_comment(comment, bot))
             .collect())
     }
+
+    /// A task issue from its JSON, with its recent comments.
+    async fn task_issue(&self, issue: IssueJson) -> Result<TaskIssue, ForgeError> {
+        let comments = self.recent_comments(issue.number, issue.comments).await?;
+        Ok(TaskIssue {
+            number: issue.number,
+            title: issue.title,
+            body: issue.body.unwrap_or_default(),
+            comments,
+            updated_at: timestamp(issue.updated_at.as_deref()),
+        })
+    }
 }
 
 #[async_trait]
@@ -227,13 +258,7 @@ impl Forge for GitHubForge {
             .collect();
         let mut tasks = Vec::with_capacity(issues.len());
         for issue in issues {
-            let comments = self.recent_comments(issue.number, issue.comments).await?;
-            tasks.push(TaskIssue {
-                number: issue.number,
-                title: issue.title,
-                body: issue.body.unwrap_or_default(),
-                comments,
-            });
+            tasks.push(self.task_issue(issue).await?);
         }
         Ok(tasks)
     }
@@ -247,6 +272,22 @@ impl Forge for GitHubForge {
         let auth = GitAuth {
             token: Some(token.clone()),
         };
+        if let Some(number) = draft.follow_up {
+            // Commits on top of what the branch has: never a force-push over anyone's work, and
+            // the pull request's title and description stay the maintainers' to read.
+            workspace.push_on_top(&draft.branch, &auth).await?;
+            let url = format!("{}/pull/{number}", self.html_base());
+            return Ok(PullRequest {
+                url,
+                number: Some(number),
+                branch: draft.branch.clone(),
+                title: draft.title.clone(),
+                updated: true,
+                preview: None,
+                answers: Vec::new(),
+                task_key: None,
+            });
+        }
         workspace.push(&draft.branch, &auth).await?;
 
         let mut body = body_with_issue(&draft.body, draft.issue);
@@ -271,6 +312,7 @@ impl Forge for GitHubForge {
                 title: draft.title.clone(),
                 updated: true,
                 preview: None,
+                answers: Vec::new(),
                 task_key: None,
             });
         }
@@ -295,6 +337,7 @@ impl Forge for GitHubForge {
             title: draft.title.clone(),
             updated: false,
             preview: None,
+            answers: Vec::new(),
             task_key: None,
         })
     }
@@ -312,7 +355,25 @@ impl Forge for GitHubForge {
             .map(|comment| comment.html_url)
             .filter(|url| !url.is_empty())
             .unwrap_or_else(|| format!("issue #{number} of {}", self.repo()));
-        Ok(Some(url))
+        Ok(Some(format!(
+            "question posted: {url} (a maintainer's comment there answers it)"
+        )))
+    }
+
+    async fn issue(&self, number: u64) -> Result<Option<TaskIssue>, ForgeError> {
+        self.one_issue(number).await
+    }
+
+    async fn closed_pull_requests(&self, base: &str) -> Result<Vec<ClosedPullRequest>, ForgeError> {
+        self.closed_bot_pull_requests(base).await
+    }
+
+    async fn pull_request_feedback(&self, number: u64) -> Result<PullRequestFeedback, ForgeError> {
+        self.feedback(number).await
+    }
+
+    async fn answer_feedback(&self, answer: &FeedbackAnswer) -> Result<Vec<String>, ForgeError> {
+        self.answer(answer).await
     }
 }
 
@@ -320,20 +381,22 @@ impl Forge for GitHubForge {
 /// wrote it with the marker; anyone else's marker is just text.
 fn issue_comment(comment: CommentJson, bot: Option<&str>) -> IssueComment {
     let body = comment.body.unwrap_or_default();
-    let by_bot = matches!((bot, &comment.user), (Some(bot), Some(user)) if user.login.eq_ignore_ascii_case(bot));
-    if let Some(question) = own_question(&body).filter(|_| by_bot) {
+    let login = comment.user.map(|user| user.login).unwrap_or_default();
+    let role = Role::of(&login, comment.author_association.as_deref(), bot);
+    let created_at = timestamp(comment.created_at.as_deref());
+    if let Some(question) = own_question(&body).filter(|_| role == Role::Bot) {
         return IssueComment {
             author: OWN_QUESTION_AUTHOR.to_owned(),
             body: crate::text::marked(crate::text::prefix_bytes(question, MAX_COMMENT_BYTES), " […]"),
+            role,
+            created_at,
         };
     }
     IssueComment {
-        author: comment
-            .user
-            .map(|user| user.login)
-            .filter(|login| !login.is_empty())
-            .unwrap_or_else(|| "(unknown)".into()),
+        author: if login.is_empty() { "(unknown)".into() } else { login },
         body: crate::text::marked(crate::text::prefix_bytes(&body, MAX_COMMENT_BYTES), " […]"),
+        role,
+        created_at,
     }
 }
 
@@ -364,7 +427,10 @@ mod tests {
         assert_eq!(own_question(&body), Some("Keep the old API?"));
         assert_eq!(own_question("a human comment"), None);
         let by = |login: &str, body: &str| CommentJson {
+            id: 1,
             html_url: String::new(),
+            author_association: Some("NONE".into()),
+            created_at: None,
             body: Some(body.to_owned()),
             user: Some(UserJson { login: login.into() }),
         };

@@ -5,6 +5,8 @@
 
 pub mod conformance;
 pub mod git_http;
+pub mod github;
+pub mod github_conformance;
 pub mod model_api;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,252 @@
+//! The GitHub Actions events that continue a conversation: a comment on an issue where the bot
+//! waits for an answer (`issue_comment`), and feedback on the bot's pull request
+//! (`pull_request_review` submitted, `pull_request_review_comment` created, an `issue_comment`
+//! on the pull request that mentions the trigger phrase).
+//!
+//! The workflow's job guard admits only authors with write access, and never a bot; upkeep
+//! checks the same again from the payload (a workflow can be written without the guard), so a
+//! comment by anyone else starts nothing. An event that does not concern upkeep ends the run at
+//! once, doing nothing: unlike a labelled issue, a comment is no reason to work the backlog.
+
+use serde::Deserialize;
+
+use crate::config::{Config, ConfigError, Mode, RepoSource};
+use crate::forge::{Forge, OWN_QUESTION_AUTHOR, Role, conversation::WRITE_ACCESS};
+use crate::repo::BOT_BRANCH_PREFIX;
+
+/// The events handled here.
+pub const EVENTS: &[&str] = &["issue_comment", "pull_request_review", "pull_request_review_comment"];
+
+/// What a comment or review event means for the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FeedbackEvent {
+    /// Resume this issue: a maintainer answered the bot's question.
+    Issue(u64),
+    /// Work the feedback on this pull request of the bot's.
+    PullRequest(u64),
+    /// Nothing to do, and why.
+    Ignored(String),
+}
+
+#[derive(Deserialize)]
+struct Payload {
+    action: Option<String>,
+    comment: Option<Feedback>,
+    review: Option<Feedback>,
+    issue: Option<EventIssue>,
+    pull_request: Option<EventPull>,
+    repository: Option<EventRepository>,
+}
+
+#[derive(Deserialize)]
+struct Feedback {
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    author_association: Option<String>,
+    #[serde(default)]
+    user: Option<EventUser>,
+    #[serde(default)]
+    created_at: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct EventUser {
+    #[serde(default)]
+    login: String,
+    #[serde(rename = "type", default)]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct EventIssue {
+    number: u64,
+    /// Present when the issue is a pull request.
+    #[serde(default)]
+    pull_request: Option<serde_json::Value>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct EventPull {
+    number: u64,
+    #[serde(default)]
+    head: Option<EventHead>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct EventHead {
+    #[serde(rename = "ref", default)]
+    ref_name: String,
+}
+
+#[derive(Deserialize)]
+struct EventRepository {
+    full_name: String,
+}
+
+/// Reads a comment or review event payload (the webhook's documented shape) without the forge:
+/// who wrote it, on what, and whether it can concern upkeep at all. An `issue_comment` on an
+/// issue still needs [`waits_for_answer`] to tell whether the bot waits there.
+pub fn read_feedback_event(
+    event_name: &str,
+    payload: &str,
+    source: &RepoSource,
+    trigger_phrase: &str,
+    bot_login: Option<&str>,
+) -> Result<FeedbackEvent, String> {
+    let event: Payload = serde_json::from_str(payload)
+        .map_err(|error| format!("the `{event_name}` event payload is not valid: {error}"))?;
+    let ignored = |why: String| Ok(FeedbackEvent::Ignored(why));
+    let action = event.action.unwrap_or_default();
+    let wanted = if event_name == "pull_request_review" {
+        "submitted"
+    } else {
+        "created"
+    };
+    if action != wanted {
+        return ignored(format!("the `{event_name}` event is `{action}`, not `{wanted}`"));
+    }
+    if let (RepoSource::GitHub { owner, name, .. }, Some(repository)) = (source, &event.repository) {
+        if !repository.full_name.eq_ignore_ascii_case(&format!("{owner}/{name}")) {
+            return ignored(format!(
+                "the event belongs to {}, not to {owner}/{name}",
+                repository.full_name
+            ));
+        }
+    }
+    let feedback = match event_name {
+        "pull_request_review" => event.review,
+        _ => event.comment,
+    }
+    .ok_or_else(|| format!("the `{event_name}` event payload has no comment or review"))?;
+    let login = feedback
+        .user
+        .as_ref()
+        .map(|user| user.login.as_str())
+        .unwrap_or_default();
+    let is_app = feedback
+        .user
+        .as_ref()
+        .is_some_and(|user| user.kind.eq_ignore_ascii_case("Bot"));
+    let association = feedback.author_association.as_deref().unwrap_or("NONE");
+    if is_app || Role::of(login, Some(association), bot_login) != Role::Maintainer {
+        return ignored(format!(
+            "the comment by {} ({association}) starts nothing: only authors with write access ({}) start work, never a bot",
+            crate::text::escape_control(login),
+            WRITE_ACCESS.join(", ")
+        ));
+    }
+    match (event_name, event.issue, event.pull_request) {
+        ("issue_comment", Some(issue), _) if issue.pull_request.is_none() => {
+            if issue.state.as_deref() == Some("closed") {
+                return ignored(format!("issue #{} is closed", issue.number));
+            }
+            Ok(FeedbackEvent::Issue(issue.number))
+        }
+        ("issue_comment", Some(issue), _) => {
+            let body = feedback.body.unwrap_or_default();
+            if !body.to_lowercase().contains(&trigger_phrase.to_lowercase()) {
+                return ignored(format!(
+                    "the comment on pull request #{} does not mention {trigger_phrase}",
+                    issue.number
+                ));
+            }
+            Ok(FeedbackEvent::PullRequest(issue.number))
+        }
+        (_, _, Some(pull)) => {
+            let branch = pull.head.map(|head| head.ref_name).unwrap_or_default();
+            if !branch.starts_with(BOT_BRANCH_PREFIX) {
+                return ignored(format!(
+                    "pull request #{} is not upkeep's (branch {})",
+                    pull.number,
+                    crate::text::escape_control(&branch)
+                ));
+            }
+            if pull.state.as_deref() == Some("closed") {
+                return ignored(format!("pull request #{} is closed", pull.number));
+            }
+            Ok(FeedbackEvent::PullRequest(pull.number))
+        }
+        _ => Err(format!(
+            "the `{event_name}` event payload names no issue or pull request"
+        )),
+    }
+}
+
+/// The comment's time, from the payload, for [`waits_for_answer`].
+pub fn comment_time(payload: &str) -> Option<jiff::Timestamp> {
+    let event: Payload = serde_json::from_str(payload).ok()?;
+    event.comment?.created_at?.parse().ok()
+}
+
+/// Whether the bot waits for an answer on `number` that the comment made at `at` gives: the
+/// bot's last question came before it and no maintainer answered in between.
+pub async fn waits_for_answer(
+    forge: &dyn Forge,
+    number: u64,
+    at: Option<jiff::Timestamp>,
+) -> Result<Result<(), String>, crate::forge::ForgeError> {
+    let Some(issue) = forge.issue(number).await? else {
+        return Ok(Err(format!("#{number} is a pull request")));
+    };
+    let Some(asked) = issue.comments.iter().rposition(|c| c.author == OWN_QUESTION_AUTHOR) else {
+        return Ok(Err(format!("upkeep has no question waiting on issue #{number}")));
+    };
+    let asked_at = issue.comments[asked].created_at;
+    let answered_before = issue.comments[asked + 1..]
+        .iter()
+        .any(|c| c.role == Role::Maintainer && matches!((c.created_at, at), (Some(c), Some(at)) if c < at));
+    if answered_before || matches!((asked_at, at), (Some(asked), Some(at)) if asked > at) {
+        return Ok(Err(format!(
+            "upkeep's question on issue #{number} was answered before this comment"
+        )));
+    }
+    Ok(Ok(()))
+}
+
+/// Applies a feedback event to the run: the issue or pull request it works. `Ok(Some(why))`
+/// means the event does not concern upkeep and the run does nothing; a payload that is not of
+/// the documented shape is a configuration error.
+pub async fn apply(config: &mut Config, event_name: &str, payload: &str) -> Result<Option<String>, ConfigError> {
+    let bot = config.github.bot_login.clone();
+    let event = read_feedback_event(
+        event_name,
+        payload,
+        &config.source,
+        &config.trigger_phrase,
+        bot.as_deref(),
+    )
+    .map_err(ConfigError)?;
+    match event {
+        FeedbackEvent::Ignored(why) => Ok(Some(why)),
+        FeedbackEvent::PullRequest(number) => {
+            config.pull_request = Some(number);
+            config.mode = Mode::Single;
+            Ok(None)
+        }
+        FeedbackEvent::Issue(number) => {
+            let RepoSource::GitHub { owner, name, .. } = &config.source else {
+                return Ok(Some("comments are read only on GitHub".into()));
+            };
+            let forge = crate::forge::github::GitHubForge::new(&config.github, owner, name, config.draft)
+                .map_err(|error| ConfigError(error.to_string()))?;
+            match waits_for_answer(&forge, number, comment_time(payload)).await {
+                Ok(Ok(())) => {
+                    config.issue = Some(number);
+                    config.mode = Mode::Single;
+                    Ok(None)
+                }
+                Ok(Err(why)) => Ok(Some(why)),
+                Err(error) => Ok(Some(format!("could not read issue #{number}: {error}"))),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "events_tests.rs"]
+mod tests;

@@ -1,0 +1,209 @@
+//! Questions about a local repository: asked, kept in its git config
+//! ([`crate::repo::questions`]), answered with `upkeep run --repo PATH --answer TEXT`.
+//!
+//! Before any work, a run on a local repository looks at the questions kept there: with
+//! `--answer`, it records the answer to the one question it selects and resumes that question's
+//! task (its `--task` text or issue) with the exchange in the prompt; without, a question still
+//! waiting is printed with the exact command that answers it, and the run ends with exit code 3
+//! without cloning anything. An answered question whose run did not finish resumes by itself.
+
+use std::path::Path;
+
+use crate::cli::ForgeKind;
+use crate::config::{Config, ConfigError, Mode, RepoSource};
+use crate::repo::questions::{LocalQuestion, SECTION};
+use crate::repo::source::LocalSource;
+
+/// What the questions kept in the repository mean for this run.
+#[derive(Debug)]
+pub enum LocalResume {
+    /// No question concerns this run.
+    Nothing,
+    /// Resume this answered question.
+    Resume(LocalQuestion),
+    /// These questions wait for an answer: show them, do nothing else.
+    Pending(Vec<LocalQuestion>),
+}
+
+/// Reads the questions kept in a local repository and applies `--answer`. A resumed question's
+/// task and issue become the run's (unless given), and a task makes the run a single one.
+pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
+    let (ForgeKind::Local, RepoSource::Local(path)) = (config.forge, &config.source) else {
+        return Ok(LocalResume::Nothing);
+    };
+    let path = path.clone();
+    let source = LocalSource::new(path.clone());
+    let questions = source
+        .questions()
+        .await
+        .map_err(|error| ConfigError(format!("reading upkeep's questions in {}: {error}", path.display())))?;
+    let selected = match (config.issue, &config.task) {
+        (Some(number), _) => Some(LocalQuestion::key_for(Some(number), None)),
+        (None, Some(task)) => Some(LocalQuestion::key_for(
+            None,
+            Some(&crate::tools::branch::task_key(task)),
+        )),
+        (None, None) => None,
+    };
+    let relevant: Vec<LocalQuestion> = questions
+        .into_iter()
+        .filter(|q| selected.as_ref().is_none_or(|key| &q.key == key))
+        .collect();
+    let chosen = match (&config.answer, relevant.as_slice()) {
+        (Some(_), []) => {
+            return Err(ConfigError::key(
+                "--answer",
+                format!(
+                    "no question from upkeep waits in {} (`git -C {} config --get-regexp '^{SECTION}\\.'` lists them)",
+                    path.display(),
+                    shell_quote(&path.display().to_string())
+                ),
+            ));
+        }
+        (Some(answer), [one]) => {
+            source
+                .record_answer(&one.key, answer)
+                .await
+                .map_err(|error| ConfigError(format!("recording the answer in {}: {error}", path.display())))?;
+            LocalQuestion {
+                answer: Some(answer.clone()),
+                ..one.clone()
+            }
+        }
+        (Some(_), many) => {
+            let commands: Vec<String> = many.iter().map(|q| format!("  {}", answer_command(&path, q))).collect();
+            return Err(ConfigError::key(
+                "--answer",
+                format!(
+                    "{} questions wait in {}; answer one at a time:\n{}",
+                    many.len(),
+                    path.display(),
+                    commands.join("\n")
+                ),
+            ));
+        }
+        (None, questions) => {
+            let pending: Vec<LocalQuestion> = questions.iter().filter(|q| q.answer.is_none()).cloned().collect();
+            if !pending.is_empty() {
+                return Ok(LocalResume::Pending(pending));
+            }
+            match questions.first() {
+                Some(answered) => answered.clone(),
+                None => return Ok(LocalResume::Nothing),
+            }
+        }
+    };
+    if config.task.is_none() {
+        config.task.clone_from(&chosen.task);
+    }
+    if config.issue.is_none() {
+        config.issue = chosen.issue;
+    }
+    if config.task.is_some() {
+        config.mode = Mode::Single;
+    }
+    Ok(LocalResume::Resume(chosen))
+}
+
+/// Forgets a resumed question once a cycle ended with its exchange in the prompt.
+pub async fn settle(config: &Config, resumed: &LocalQuestion) -> Result<(), String> {
+    let RepoSource::Local(path) = &config.source else {
+        return Ok(());
+    };
+    LocalSource::new(path.clone())
+        .forget_question(&resumed.key)
+        .await
+        .map_err(|error| {
+            format!(
+                "could not remove the answered question from {}: {error}",
+                path.display()
+            )
+        })
+}
+
+/// What people read about waiting questions: each question and the command that answers it.
+pub fn describe_pending(path: &Path, pending: &[LocalQuestion]) -> String {
+    let mut text = String::new();
+    for question in pending {
+        let about = match (question.issue, &question.task) {
+            (Some(number), _) => format!(" about issue #{number}"),
+            (None, Some(task)) => format!(
+                " about the task \"{}\"",
+                crate::text::marked(crate::text::prefix_chars(task.trim(), 80), "…")
+            ),
+            (None, None) => String::new(),
+        };
+        let body: String = question.question.lines().map(|line| format!("│ {line}\n")).collect();
+        text.push_str(&format!(
+            "upkeep asked a question{about} and waits for the answer:\n{body}answer it with:\n  {}\n",
+            answer_command(path, question)
+        ));
+    }
+    text
+}
+
+/// The line printed when a question is recorded: where, and the command that answers it.
+pub fn where_to_answer(path: &Path, question: &LocalQuestion) -> String {
+    format!(
+        "question recorded in {} (git config {SECTION}.{}.question); answer it with:\n  {}",
+        path.display(),
+        question.key,
+        answer_command(path, question)
+    )
+}
+
+/// The exact command that answers `question`.
+pub fn answer_command(path: &Path, question: &LocalQuestion) -> String {
+    let selector = match (question.issue, &question.task) {
+        (Some(number), _) => format!(" --issue {number}"),
+        (None, Some(task)) => format!(" --task {}", shell_quote(task)),
+        (None, None) => String::new(),
+    };
+    format!(
+        "upkeep run --repo {}{selector} --answer 'YOUR ANSWER'",
+        shell_quote(&path.display().to_string())
+    )
+}
+
+/// `text` as one POSIX shell word.
+fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_command_selects_the_question_and_survives_the_shell() {
+        let question = LocalQuestion {
+            key: "issue-7".into(),
+            question: "q".into(),
+            answer: None,
+            issue: Some(7),
+            task: None,
+            asked: None,
+        };
+        assert_eq!(
+            answer_command(Path::new("/src/my repo"), &question),
+            "upkeep run --repo '/src/my repo' --issue 7 --answer 'YOUR ANSWER'"
+        );
+        let task = LocalQuestion {
+            issue: None,
+            task: Some("Fix Bob's typo".into()),
+            ..question
+        };
+        assert_eq!(
+            answer_command(Path::new("/src/r"), &task),
+            "upkeep run --repo /src/r --task 'Fix Bob'\\''s typo' --answer 'YOUR ANSWER'"
+        );
+    }
+}

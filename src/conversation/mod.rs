@@ -1,0 +1,142 @@
+//! Conversation on the forge (DESIGN section 11): what a cycle works on besides `--task` and
+//! the backlog, decided before the model is asked anything.
+//!
+//! - A review follow-up (`--pr N`, an Actions review event, or, in a backlog cycle, the first of
+//!   the bot's open pull requests with feedback waiting): the clone is checked out on the pull
+//!   request's branch, the prompt carries the maintainers' feedback, and `create_pull_request`
+//!   pushes a commit on top and answers ([`follow_up`]).
+//! - An issue worked explicitly (`--issue N`, an Actions comment event): its text and comments
+//!   (the bot's question and a maintainer's answer) are the task; when the bot already has a
+//!   pull request for it, the cycle continues its branch.
+//! - A local question answered with `--answer` ([`local`]).
+//! - Memory kept in the forge: bot pull requests closed without merging end their tasks
+//!   ([`memory`]).
+//!
+//! Only feedback by authors with write access starts work or reaches the prompt as feedback;
+//! all of it is untrusted text, framed by [`render`].
+
+use crate::config::Config;
+use crate::forge::{ClosedPullRequest, ContinuedPullRequest, Forge, ForgeError, PullRequestFeedback, TaskIssue};
+use crate::repo::questions::LocalQuestion;
+use crate::repo::{GitAuth, Workspace, WorkspaceError};
+
+pub mod events;
+pub mod follow_up;
+pub mod local;
+pub mod memory;
+pub mod render;
+
+/// What a cycle knows from the conversation on the forge.
+#[derive(Debug, Default)]
+pub struct CycleConversation {
+    /// The issue worked explicitly, with its comments.
+    pub issue: Option<TaskIssue>,
+    /// The open pull request the cycle continues, when it does.
+    pub continued: Option<ContinuedPullRequest>,
+    /// The feedback a review follow-up works (maintainers' only, not yet addressed).
+    pub feedback: Option<PullRequestFeedback>,
+    /// A local question answered with `--answer`.
+    pub answered: Option<LocalQuestion>,
+    /// The bot's pull requests closed without merging.
+    pub closed: Vec<ClosedPullRequest>,
+    /// Other open bot pull requests with review feedback waiting.
+    pub feedback_waiting: Vec<u64>,
+}
+
+/// Whether the cycle has work, and what it knows.
+#[derive(Debug)]
+pub enum CycleWork {
+    Work(Box<CycleConversation>),
+    /// Nothing to do, and why (no feedback waits on the pull request): the cycle ends with
+    /// `no_tasks` without asking the model.
+    Nothing(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConversationError {
+    #[error(transparent)]
+    Forge(#[from] ForgeError),
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    /// The run was pointed at something upkeep must not work (a pull request it did not open).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Works out the cycle's conversation, and checks the clone out on the branch it continues.
+/// `notice` hears what a person should know (a listing that failed and was skipped).
+pub async fn for_cycle(
+    config: &Config,
+    forge: &dyn Forge,
+    workspace: &Workspace,
+    answered: Option<&LocalQuestion>,
+    notice: &dyn Fn(&str),
+) -> Result<CycleWork, ConversationError> {
+    let auth = GitAuth {
+        token: config.github.token.clone(),
+    };
+    let base = workspace.base_branch();
+    let mut conversation = CycleConversation {
+        answered: answered.cloned(),
+        ..CycleConversation::default()
+    };
+    if let Some(number) = config.pull_request {
+        let feedback = forge.pull_request_feedback(number).await?;
+        follow_up::check_workable(&feedback.pull_request).map_err(ConversationError::Refused)?;
+        let waiting = feedback.unaddressed();
+        if waiting.is_empty() {
+            return Ok(CycleWork::Nothing(format!(
+                "no review feedback from maintainers waits on pull request #{number} (feedback by authors without write access starts nothing)"
+            )));
+        }
+        follow_up::start(workspace, &auth, &waiting, &mut conversation).await?;
+        return Ok(CycleWork::Work(Box::new(conversation)));
+    }
+    if let Some(number) = config.issue {
+        // With a task text given (an `issues` event turns the issue into one), the issue only
+        // names the branch and where questions go.
+        if config.task.is_none() {
+            conversation.issue = forge.issue(number).await?;
+            if conversation.issue.is_none() && forge.name() == "github" {
+                return Err(ConversationError::Refused(format!(
+                    "#{number} is a pull request, not an issue; to work its review feedback, run with --pr {number}"
+                )));
+            }
+        }
+        // The issue's existing bot pull request: the answer builds on what it holds.
+        let prefix = format!("{}{number}-", crate::repo::BOT_BRANCH_PREFIX);
+        let open = forge.open_pull_requests(base).await?;
+        if let Some((pr_number, branch)) = open
+            .iter()
+            .find(|pr| pr.branch.starts_with(&prefix))
+            .and_then(|pr| Some((pr.number?, pr.branch.clone())))
+            .filter(|_| forge.name() == "github")
+        {
+            workspace.continue_branch(&branch, &auth).await?;
+            conversation.continued = Some(ContinuedPullRequest {
+                number: pr_number,
+                branch,
+                threads: Vec::new(),
+                review: false,
+            });
+        }
+        return Ok(CycleWork::Work(Box::new(conversation)));
+    }
+    if config.task.is_none() {
+        conversation.closed = match forge.closed_pull_requests(base).await {
+            Ok(closed) => closed,
+            Err(error) => {
+                notice(&format!(
+                    "upkeep: could not list closed pull requests ({error}); closed tasks are not skipped this cycle"
+                ));
+                Vec::new()
+            }
+        };
+        let waiting = follow_up::scan(forge, base, notice).await;
+        if let Some((first, rest)) = waiting.split_first() {
+            follow_up::start(workspace, &auth, first, &mut conversation).await?;
+            conversation.feedback_waiting = rest.iter().map(|f| f.pull_request.number).collect();
+        }
+    }
+    Ok(CycleWork::Work(Box::new(conversation)))
+}

@@ -1,0 +1,165 @@
+//! The conversation as the prompt shows it. Every text from the forge (review bodies, comments,
+//! diff hunks, file paths, logins, titles) is untrusted: blocks go into [`fence`]s their content
+//! cannot close, names and titles through [`one_line`], and the result is filled into the
+//! prompt template in one pass, so nothing here can open a section or expand a placeholder.
+
+use std::fmt::Write as _;
+
+use super::memory::Skipped;
+use crate::agent::template::{fence, one_line};
+use crate::forge::{
+    ClosedPullRequest, Comment, ContinuedPullRequest, IssueComment, OWN_QUESTION_AUTHOR, PullRequestFeedback, Role,
+    TaskIssue,
+};
+use crate::repo::questions::LocalQuestion;
+
+/// Bytes of one issue body, review body, comment or diff hunk shown.
+const MAX_BLOCK_BYTES: usize = 8 * 1024;
+
+fn block(label: &str, text: &str) -> String {
+    let shown = crate::text::marked(crate::text::prefix_bytes(text.trim_end(), MAX_BLOCK_BYTES), " […]");
+    fence(label, &shown)
+}
+
+fn author(comment: &Comment) -> String {
+    match comment.role {
+        Role::Bot => "you (upkeep)".to_owned(),
+        Role::Maintainer => format!("{} (maintainer)", one_line(&comment.author)),
+        Role::Other => format!("{} (no write access)", one_line(&comment.author)),
+    }
+}
+
+/// The task of a review follow-up: what to do, then the maintainers' feedback.
+pub fn follow_up_task(feedback: &PullRequestFeedback) -> String {
+    let pull = &feedback.pull_request;
+    let mut text = format!(
+        "# Your task: review feedback on your pull request #{}\n\nMaintainers reviewed your pull request \"{}\" (branch {}). The clone is checked out on that branch, with every commit on it, including any that others pushed. Address the feedback below and nothing else, then call create_pull_request: it adds one commit on top of the branch (never rewriting it) and leaves the pull request's title and description as they are. Its `body` says what you changed; pass `replies` with one entry per review thread you addressed (`comment_id` is the thread's id below, `body` says what you did there), or none to answer with one comment. If you disagree with a request or it is unclear, use ask_question; if nothing needs changing, finish with status no_tasks.\n",
+        pull.number,
+        one_line(&pull.title),
+        one_line(&pull.branch),
+    );
+    for review in &feedback.reviews {
+        let _ = write!(
+            text,
+            "\n## Review by {} ({})\n\n{}\n",
+            one_line(&review.author),
+            one_line(&review.state.to_ascii_lowercase().replace('_', " ")),
+            block("review", &review.body)
+        );
+    }
+    for thread in &feedback.threads {
+        let line = thread.line.map(|line| format!(" line {line}")).unwrap_or_default();
+        let _ = write!(
+            text,
+            "\n## Review thread {} on `{}`{line}\n\n{}\n",
+            thread.id,
+            one_line(&thread.path),
+            block("diff", &thread.diff_hunk)
+        );
+        for comment in &thread.comments {
+            let _ = write!(text, "\n{}:\n{}\n", author(comment), block("comment", &comment.body));
+        }
+    }
+    if !feedback.conversation.is_empty() {
+        text.push_str("\n## Comments on the pull request since your last push\n");
+        for comment in &feedback.conversation {
+            let _ = write!(text, "\n{}:\n{}\n", author(comment), block("comment", &comment.body));
+        }
+    }
+    text
+}
+
+/// An issue's comments, the bot's question shown as its own and a maintainer's comment after it
+/// as the answer; comments by people without write access are marked as such.
+pub fn issue_exchange(comments: &[IssueComment]) -> String {
+    let mut text = String::new();
+    for comment in comments {
+        let heading = if comment.author == OWN_QUESTION_AUTHOR {
+            format!("{OWN_QUESTION_AUTHOR} asked")
+        } else if comment.role == Role::Other && comment.created_at.is_some() {
+            format!(
+                "comment by {} (no write access: not an answer)",
+                one_line(&comment.author)
+            )
+        } else {
+            format!("comment by {}", one_line(&comment.author))
+        };
+        let body = crate::text::marked(crate::text::prefix_bytes(&comment.body, 4096), " […]");
+        let _ = write!(text, "\n{heading}:\n{}\n", fence("comment", body.trim_end()));
+    }
+    text
+}
+
+/// The task of `--issue N` (or an event naming the issue).
+pub fn issue_task(issue: &TaskIssue, continued: Option<&ContinuedPullRequest>) -> String {
+    let mut text = format!(
+        "# Your task: issue #{}: {}\n\n{}\n",
+        issue.number,
+        one_line(&issue.title),
+        block(&format!("issue #{}", issue.number), &issue.body)
+    );
+    text.push_str(&issue_exchange(&issue.comments));
+    if issue.pending_question().is_some() {
+        text.push_str("\n(Your question has no answer from a maintainer yet.)\n");
+    } else if issue.comments.iter().any(|c| c.author == OWN_QUESTION_AUTHOR) {
+        text.push_str("\nA maintainer answered your question above: go on with the task accordingly.\n");
+    }
+    if let Some(continued) = continued {
+        let _ = write!(
+            text,
+            "\nYou already opened pull request #{} for this issue; the clone is checked out on its branch {}, and create_pull_request adds a commit on top of it.\n",
+            continued.number,
+            one_line(&continued.branch)
+        );
+    }
+    let _ = write!(
+        text,
+        "\nPass {} as `issue` to create_pull_request or ask_question.",
+        issue.number
+    );
+    text
+}
+
+/// The exchange of a local question answered with `--answer`.
+pub fn answered(question: &LocalQuestion) -> String {
+    format!(
+        "# Your earlier question and its answer\n\nIn an earlier run you asked:\n{}\n\nThe answer:\n{}\n\nGo on with the task accordingly.",
+        block("question", &question.question),
+        block("answer", question.answer.as_deref().unwrap_or_default())
+    )
+}
+
+/// What memory leaves out of the backlog, and why.
+pub fn memory(skipped: &[Skipped], closed_tasks: &[&ClosedPullRequest]) -> String {
+    if skipped.is_empty() && closed_tasks.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "# Closed without merging\n\nThese tasks ended when a maintainer closed your pull request without merging it. Do not work them again:\n",
+    );
+    let when = |time: Option<jiff::Timestamp>| {
+        time.map(|t| format!(" on {}", t.strftime("%Y-%m-%d")))
+            .unwrap_or_default()
+    };
+    for skip in skipped {
+        let _ = write!(
+            text,
+            "\n- Issue #{} ({}): pull request #{} was closed{}, and the issue has not changed since; it is skipped until someone comments on it or edits it.",
+            skip.issue,
+            one_line(&skip.title),
+            skip.pull_request,
+            when(skip.closed_at)
+        );
+    }
+    for closed in closed_tasks {
+        let _ = write!(
+            text,
+            "\n- Pull request #{} \"{}\" (branch {}) was closed{}: that task is over.",
+            closed.number,
+            one_line(&closed.title),
+            one_line(&closed.branch),
+            when(closed.closed_at)
+        );
+    }
+    text
+}

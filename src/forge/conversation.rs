@@ -1,0 +1,267 @@
+//! What people said to the bot on the forge, in the shape every forge reports it: who wrote a
+//! comment (the bot, someone with write access, anyone else), pull request reviews and their
+//! threads, and the bot's pull requests that were closed without merging.
+//!
+//! The forge decides who is who (DESIGN section 11, "Who is who"): [`Role::Bot`] only for the
+//! account the token belongs to, [`Role::Maintainer`] only for `author_association` `OWNER`,
+//! `MEMBER` or `COLLABORATOR`. Everything here is untrusted text; the prompt frames it
+//! ([`crate::agent::template`]), and only feedback by maintainers starts work
+//! ([`PullRequestFeedback::unaddressed`]).
+
+use jiff::Timestamp;
+
+/// Who wrote something, as far as upkeep's trust goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The bot's own account.
+    Bot,
+    /// An author with write access to the repository.
+    Maintainer,
+    /// Anyone else: read as context at most, never as an instruction or an answer.
+    Other,
+}
+
+/// The `author_association` values that mean write access.
+pub const WRITE_ACCESS: &[&str] = &["OWNER", "MEMBER", "COLLABORATOR"];
+
+impl Role {
+    /// The role of `login` with GitHub's `author_association`, given the bot's login (`None`
+    /// while it is unknown: then nobody is the bot).
+    pub fn of(login: &str, association: Option<&str>, bot: Option<&str>) -> Self {
+        if bot.is_some_and(|bot| !login.is_empty() && login.eq_ignore_ascii_case(bot)) {
+            return Role::Bot;
+        }
+        match association {
+            Some(association) if WRITE_ACCESS.iter().any(|w| w.eq_ignore_ascii_case(association)) => Role::Maintainer,
+            _ => Role::Other,
+        }
+    }
+}
+
+/// A comment in a conversation (an issue, a pull request, a review thread).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Comment {
+    pub id: u64,
+    pub author: String,
+    pub role: Role,
+    pub body: String,
+    pub created_at: Option<Timestamp>,
+}
+
+/// A submitted review of a pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    pub id: u64,
+    pub author: String,
+    pub role: Role,
+    /// `APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`...
+    pub state: String,
+    pub body: String,
+    pub submitted_at: Option<Timestamp>,
+}
+
+/// A review comment and its replies: one thread on a line of the diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewThread {
+    /// The id of the thread's first comment: replies go to it.
+    pub id: u64,
+    pub path: String,
+    /// The line of the file the thread is on; `None` when the diff moved on (outdated).
+    pub line: Option<u64>,
+    pub diff_hunk: String,
+    /// Oldest first; the first one opened the thread.
+    pub comments: Vec<Comment>,
+}
+
+impl ReviewThread {
+    /// Whether the thread waits for the bot: a maintainer wrote in it, and the bot has not
+    /// answered since. (GitHub's REST API does not say whether a thread was resolved; the bot's
+    /// reply as the last word is what marks it settled.)
+    pub fn waits_for_bot(&self) -> bool {
+        let last_bot = self.comments.iter().rposition(|c| c.role == Role::Bot);
+        self.comments
+            .iter()
+            .enumerate()
+            .any(|(i, c)| c.role == Role::Maintainer && last_bot.is_none_or(|bot| i > bot))
+    }
+}
+
+/// One of the bot's pull requests as a review follow-up needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestInfo {
+    pub number: u64,
+    pub title: String,
+    pub url: String,
+    /// Who opened it.
+    pub author: String,
+    pub opened_by_bot: bool,
+    /// The head branch, and whether it lives in this repository (not a fork).
+    pub branch: String,
+    pub same_repository: bool,
+    pub head_sha: String,
+    pub base: String,
+    /// `open` or `closed`.
+    pub state: String,
+    pub merged: bool,
+}
+
+/// Everything said on a pull request that a follow-up may act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequestFeedback {
+    pub pull_request: PullRequestInfo,
+    pub reviews: Vec<Review>,
+    pub threads: Vec<ReviewThread>,
+    /// Comments on the pull request's conversation tab, oldest first.
+    pub conversation: Vec<Comment>,
+    /// When the bot last pushed to the branch (its newest commit's date), if it ever did.
+    pub last_push: Option<Timestamp>,
+}
+
+impl PullRequestFeedback {
+    /// What waits for the bot, from maintainers only: reviews with something to say submitted
+    /// since its last push, threads that wait for it, and conversation comments since its last
+    /// push. Anything by someone without write access is left out entirely: it never starts
+    /// work and never reaches the prompt as feedback.
+    pub fn unaddressed(&self) -> PullRequestFeedback {
+        let after_push = |time: Option<Timestamp>| match (self.last_push, time) {
+            (Some(push), Some(time)) => time > push,
+            _ => true,
+        };
+        PullRequestFeedback {
+            pull_request: self.pull_request.clone(),
+            reviews: self
+                .reviews
+                .iter()
+                .filter(|r| r.role == Role::Maintainer && after_push(r.submitted_at))
+                .filter(|r| !r.body.trim().is_empty() || r.state.eq_ignore_ascii_case("CHANGES_REQUESTED"))
+                .cloned()
+                .collect(),
+            threads: self
+                .threads
+                .iter()
+                .filter(|t| t.waits_for_bot())
+                .map(|t| ReviewThread {
+                    comments: t.comments.iter().filter(|c| c.role != Role::Other).cloned().collect(),
+                    ..t.clone()
+                })
+                .collect(),
+            conversation: self
+                .conversation
+                .iter()
+                .filter(|c| c.role == Role::Maintainer && after_push(c.created_at))
+                .cloned()
+                .collect(),
+            last_push: self.last_push,
+        }
+    }
+
+    /// Whether anything waits (call on [`PullRequestFeedback::unaddressed`]'s result).
+    pub fn is_empty(&self) -> bool {
+        self.reviews.is_empty() && self.threads.is_empty() && self.conversation.is_empty()
+    }
+}
+
+/// A bot pull request closed without merging: its task is over until its issue changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClosedPullRequest {
+    pub number: u64,
+    pub title: String,
+    pub branch: String,
+    pub url: String,
+    pub closed_at: Option<Timestamp>,
+    /// The issue its branch was for (`upkeep/<N>-...`).
+    pub issue: Option<u64>,
+    /// The task key in its body, when it was for a task without an issue.
+    pub task_key: Option<String>,
+}
+
+/// What the bot says after pushing a follow-up commit: replies in the threads it addressed, or
+/// one comment on the pull request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedbackAnswer {
+    pub pull_request: u64,
+    /// The commit that carries the change.
+    pub commit: String,
+    /// (thread id, reply) for each addressed thread.
+    pub replies: Vec<(u64, String)>,
+    /// The comment on the pull request, when there is one to post.
+    pub summary: Option<String>,
+}
+
+/// The bot's open pull request a cycle continues: its branch is checked out, the cycle's
+/// commits go on top, and (for a review follow-up) the bot answers the threads it was shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContinuedPullRequest {
+    pub number: u64,
+    pub branch: String,
+    /// The review threads shown to the model, the only ones it may reply in; empty when the
+    /// cycle is not a review follow-up.
+    pub threads: Vec<u64>,
+    /// Whether the cycle answers review feedback (else it continues an issue's branch).
+    pub review: bool,
+}
+
+/// The issue number a bot branch `upkeep/<N>-...` is for.
+pub fn issue_of_branch(branch: &str) -> Option<u64> {
+    let rest = branch.strip_prefix(crate::repo::BOT_BRANCH_PREFIX)?;
+    let (number, _) = rest.split_once('-')?;
+    number.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comment(id: u64, role: Role) -> Comment {
+        Comment {
+            id,
+            author: format!("user{id}"),
+            role,
+            body: "b".into(),
+            created_at: None,
+        }
+    }
+
+    #[test]
+    fn roles_follow_the_author_association_and_the_bots_login() {
+        assert_eq!(Role::of("alice", Some("OWNER"), Some("bot")), Role::Maintainer);
+        assert_eq!(Role::of("alice", Some("collaborator"), None), Role::Maintainer);
+        assert_eq!(Role::of("mallory", Some("CONTRIBUTOR"), Some("bot")), Role::Other);
+        assert_eq!(Role::of("mallory", None, Some("bot")), Role::Other);
+        assert_eq!(Role::of("Bot", Some("NONE"), Some("bot")), Role::Bot);
+        assert_eq!(
+            Role::of("bot", Some("OWNER"), None),
+            Role::Maintainer,
+            "unknown bot: nobody is it"
+        );
+    }
+
+    #[test]
+    fn a_thread_waits_until_the_bot_answers_a_maintainer() {
+        let thread = |comments| ReviewThread {
+            id: 1,
+            path: "a".into(),
+            line: Some(1),
+            diff_hunk: String::new(),
+            comments,
+        };
+        assert!(thread(vec![comment(1, Role::Maintainer)]).waits_for_bot());
+        assert!(!thread(vec![comment(1, Role::Other)]).waits_for_bot());
+        assert!(!thread(vec![comment(1, Role::Maintainer), comment(2, Role::Bot)]).waits_for_bot());
+        assert!(
+            thread(vec![
+                comment(1, Role::Maintainer),
+                comment(2, Role::Bot),
+                comment(3, Role::Maintainer)
+            ])
+            .waits_for_bot()
+        );
+    }
+
+    #[test]
+    fn branches_name_their_issue() {
+        assert_eq!(issue_of_branch("upkeep/12-fix-typo"), Some(12));
+        assert_eq!(issue_of_branch("upkeep/fix-typo"), None);
+        assert_eq!(issue_of_branch("feature/12-x"), None);
+    }
+}
