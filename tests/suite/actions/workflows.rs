@@ -216,9 +216,23 @@ fn the_example_workflows_use_the_action_with_least_privilege() {
     }
     let on_issue = parse_yaml("on-issue", &on_issue);
     assert_eq!(on_issue["on"]["issues"]["types"][0].as_str(), Some("labeled"));
+    assert_eq!(on_issue["on"]["issue_comment"]["types"][0].as_str(), Some("created"));
     assert_eq!(
-        on_issue["jobs"]["upkeep"]["if"].as_str(),
-        Some("github.event.label.name == 'upkeep'")
+        on_issue["on"]["pull_request_review"]["types"][0].as_str(),
+        Some("submitted")
+    );
+    // Comments and reviews pass the same guard as in the workflow `upkeep init` writes (whose
+    // logic the guard test evaluates against real payloads).
+    let template = parse_yaml("init", upkeep::init::WORKFLOW_TEMPLATE);
+    let template_if = template["jobs"]["upkeep"]["if"].as_str().unwrap_or_default();
+    let (_, comment_guard) = template_if
+        .split_once("|| (contains(fromJSON('[\"issue_comment\"")
+        .expect("the template guards comments");
+    let on_issue_if = on_issue["jobs"]["upkeep"]["if"].as_str().unwrap_or_default();
+    assert!(
+        on_issue_if.starts_with("(github.event_name == 'issues' && github.event.label.name == 'upkeep')")
+            && on_issue_if.ends_with(comment_guard),
+        "{on_issue_if}"
     );
     let nightly = parse_yaml("nightly", &nightly);
     assert!(nightly["on"]["schedule"].as_vec().is_some());
