@@ -192,6 +192,21 @@ fn user_json(login: &str) -> Value {
            "site_admin": false, "html_url": format!("https://github.com/{login}")})
 }
 
+/// A commit of a pull request as `GET /repos/{owner}/{repo}/pulls/{n}/commits` lists it.
+fn pull_commit_json(email: &str) -> Value {
+    let sha = "6dcb09b5b57875f334f61aebed695e2e4193db5e";
+    let url = format!("https://api.github.com/repos/owner/name/commits/{sha}");
+    let person = json!({"name": "upkeep", "email": email, "date": "2024-01-01T00:00:00Z"});
+    json!({
+        "url": url, "sha": sha, "node_id": "C_kwDOAAAAAA", "html_url": format!("https://github.com/owner/name/commit/{sha}"),
+        "comments_url": format!("{url}/comments"),
+        "commit": {"url": format!("https://api.github.com/repos/owner/name/git/commits/{sha}"), "author": person.clone(),
+                   "committer": person, "message": "Fix the typo", "comment_count": 0,
+                   "tree": {"sha": sha, "url": format!("https://api.github.com/repos/owner/name/git/trees/{sha}")}},
+        "author": null, "committer": null, "parents": [],
+    })
+}
+
 /// GitHub's error body.
 fn error_json(message: &str) -> Value {
     json!({"message": message, "documentation_url": "https://docs.github.com/rest", "status": "0"})
@@ -407,6 +422,13 @@ async fn a_second_run_updates_the_open_pull_request_instead_of_opening_another()
         .mount(&hub.api)
         .await;
     hub.mount("GET", PULLS, ok(json!([existing.clone()]))).await;
+    // The pull request's one commit is the bot's own: it may be rebuilt.
+    hub.mount(
+        "GET",
+        &format!("{PULLS}/42/commits"),
+        ok(json!([pull_commit_json("upkeep@users.noreply.github.com")])),
+    )
+    .await;
     Mock::given(method("PATCH"))
         .and(path(format!("{PULLS}/42")))
         .respond_with(ok(pull_json(42, branch, "Fix the typo")))
@@ -741,4 +763,51 @@ async fn the_github_api_goes_through_the_configured_proxy() {
             .all(|request| request.headers.get("authorization").is_some()),
         "authenticated through the proxy"
     );
+}
+
+/// Running the same task again rebuilds its bot branch from the base and force-pushes it.
+/// Before, that silently dropped a maintainer's commit pushed to the pull request; now the push
+/// is refused, nothing is overwritten, and the model is told why and what to do.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rebuilt_branch_never_force_pushes_over_a_maintainers_commit() {
+    let hub = GitHub::start().await;
+    let task = "Add a greeting";
+    let branch = "upkeep/add-a-greeting";
+    let mut existing = pull_json(42, branch, task);
+    existing["body"] = json!(format!(
+        "Adds one.\n\n<!-- upkeep:task {} -->",
+        upkeep::tools::branch::task_key(task)
+    ));
+    hub.mount("GET", PULLS, ok(json!([existing]))).await;
+    hub.mount("GET", ISSUES, ok(json!([]))).await;
+    hub.mount(
+        "GET",
+        &format!("{PULLS}/42/commits"),
+        ok(json!([
+            pull_commit_json("upkeep@users.noreply.github.com"),
+            pull_commit_json("alice@example.com")
+        ])),
+    )
+    .await;
+    let script = Script::new(&[
+        write_and_propose("GREETING.md", "hi\n", task, None),
+        reply(
+            "stuck",
+            &[(
+                "ask_question",
+                json!({"question_text": "Someone pushed to the pull request: build on it?"}),
+            )],
+        ),
+    ]);
+    let out = hub.run(&script, &["--task", task]);
+    out.assert_code(3);
+    let result = result_of(&out, "create_pull_request");
+    assert_eq!(result["ok"], false, "{result}");
+    let output = result["output"].as_str().unwrap_or("");
+    assert!(
+        output.contains("alice@example.com") && output.contains("--pr 42"),
+        "{output}"
+    );
+    assert!(hub.bot_branches().is_empty(), "nothing was pushed");
+    assert!(hub.requests("PATCH", &format!("{PULLS}/42")).await.is_empty());
 }

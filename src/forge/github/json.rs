@@ -135,13 +135,19 @@ pub struct ReviewCommentJson {
 /// A commit of a pull request (`GET /repos/{owner}/{repo}/pulls/{n}/commits`).
 #[derive(Debug, Deserialize)]
 pub struct PullCommitJson {
+    #[serde(default)]
+    pub sha: String,
     pub commit: GitCommitJson,
 }
 
 #[derive(Debug, Deserialize)]
 pub struct GitCommitJson {
     #[serde(default)]
+    pub author: Option<GitUserJson>,
+    #[serde(default)]
     pub committer: Option<GitUserJson>,
+    #[serde(default)]
+    pub message: String,
 }
 
 /// A git identity in a commit; GitHub may send `null`.

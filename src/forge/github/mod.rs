@@ -134,6 +134,45 @@ impl GitHubForge {
         format!("{}/{}", self.server, self.repo())
     }
 
+    /// Refuses to rewrite pull request `number`'s branch when it holds commits the bot did not
+    /// make (author or committer other than the bot's email): a maintainer's fix-up pushed to
+    /// the bot's branch must never be lost to a force-push. The model can work the feedback on
+    /// top of them instead (`--pr`), or ask.
+    async fn refuse_overwriting_others(&self, number: u64) -> Result<(), ForgeError> {
+        let operation = format!("reading the commits of pull request #{number}");
+        let route = self.route(&format!("/pulls/{number}/commits?per_page={PER_PAGE}"));
+        let commits = self.api.list(&operation, route, usize::MAX).await?;
+        let bot = self.bot_email.as_deref().unwrap_or_default();
+        let by_bot = |user: &Option<json::GitUserJson>| {
+            user.as_ref()
+                .and_then(|user| user.email.as_deref())
+                .is_some_and(|email| !bot.is_empty() && email.eq_ignore_ascii_case(bot))
+        };
+        let foreign: Vec<String> = commits
+            .into_iter()
+            .filter_map(|value| serde_json::from_value::<json::PullCommitJson>(value).ok())
+            .filter(|commit| !(by_bot(&commit.commit.author) && by_bot(&commit.commit.committer)))
+            .map(|commit| {
+                let who = commit
+                    .commit
+                    .author
+                    .as_ref()
+                    .and_then(|author| author.email.clone())
+                    .unwrap_or_else(|| "someone".into());
+                let summary = commit.commit.message.lines().next().unwrap_or_default().to_owned();
+                let sha: String = commit.sha.chars().take(12).collect();
+                format!("{sha} by {who}: {}", crate::text::escape_control(&summary))
+            })
+            .collect();
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        Err(ForgeError::Other(format!(
+            "pull request #{number} has commits upkeep did not make ({}), and updating it would force-push over them, so nothing was pushed. Ask a human with ask_question; a maintainer can have upkeep build on them with --pr {number}",
+            foreign.join("; ")
+        )))
+    }
+
     /// `/repos/{owner}/{name}{rest}`, joined to the API base by [`Api`].
     fn route(&self, rest: &str) -> String {
         format!("/repos/{}/{}{rest}", encode(&self.owner), encode(&self.name))
@@ -288,6 +327,12 @@ impl Forge for GitHubForge {
                 task_key: None,
             });
         }
+        // The branch was rebuilt from the base and replaces what the remote has: never over
+        // commits someone else pushed to the open pull request.
+        let existing = self.find_open_pull_request(&draft.branch).await?;
+        if let Some(existing) = &existing {
+            self.refuse_overwriting_others(existing.number).await?;
+        }
         workspace.push(&draft.branch, &auth).await?;
 
         let mut body = body_with_issue(&draft.body, draft.issue);
@@ -295,7 +340,7 @@ impl Forge for GitHubForge {
             // Hidden in the rendered body; a later run of the same task finds the branch by it.
             body = format!("{}\n\n{}", body.trim_end(), task_marker(key));
         }
-        if let Some(existing) = self.find_open_pull_request(&draft.branch).await? {
+        if let Some(existing) = existing {
             let operation = format!("updating pull request #{}", existing.number);
             let mut update = json!({"title": draft.title, "body": body});
             // The branch was rebuilt on this run's base; point the pull request at it too.
