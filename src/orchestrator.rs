@@ -162,9 +162,11 @@ pub fn event_sink(config: &Config) -> Result<EventSink, ConfigError> {
 
 fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
     let forge: Box<dyn Forge> = match (config.forge, &config.source) {
-        (ForgeKind::Local, RepoSource::Local(path)) => {
-            Box::new(LocalForge::new(path.clone()).with_task(config.task.clone()))
-        }
+        (ForgeKind::Local, RepoSource::Local(path)) => Box::new(
+            LocalForge::new(path.clone())
+                .with_task(config.task.clone())
+                .with_bot_email(&config.identity.email),
+        ),
         (ForgeKind::None, _) => Box::new(NoForge),
         (ForgeKind::Github, RepoSource::GitHub { owner, name, .. }) => Box::new(
             GitHubForge::new(&config.github, owner, name, config.draft)

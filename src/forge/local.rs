@@ -29,6 +29,12 @@ impl LocalForge {
         }
     }
 
+    /// The email the bot commits with: bot branches holding anyone else's commits are kept.
+    pub fn with_bot_email(mut self, email: &str) -> Self {
+        self.source = self.source.with_bot_email(email);
+        self
+    }
+
     /// The task the run works (`--task`), for the questions asked about it.
     pub fn with_task(mut self, task: Option<String>) -> Self {
         self.task = task;

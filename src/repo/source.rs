@@ -34,11 +34,23 @@ const TASK_KEY_CONFIG: &str = "upkeeptask";
 #[derive(Debug, Clone)]
 pub struct LocalSource {
     path: PathBuf,
+    /// The email on the bot's commits: a bot branch holding commits by anyone else is never
+    /// moved to a tip that drops them.
+    bot_email: String,
 }
 
 impl LocalSource {
     pub fn new(path: PathBuf) -> Self {
-        Self { path }
+        Self {
+            path,
+            bot_email: crate::repo::Identity::default().email,
+        }
+    }
+
+    /// The email the bot commits with (`--author-email`).
+    pub fn with_bot_email(mut self, email: &str) -> Self {
+        self.bot_email = email.to_owned();
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -184,6 +196,18 @@ impl LocalSource {
             }
             writer.commit()?;
         }
+        if let Some(old) = source
+            .find_reference(&refname)
+            .ok()
+            .and_then(|reference| reference.target())
+        {
+            refuse_dropping_others(&source, old, tip, &self.bot_email).map_err(|message| {
+                WorkspaceError::PushRejected {
+                    branch: branch.to_owned(),
+                    message,
+                }
+            })?;
+        }
         source.reference(&refname, tip, true, "upkeep: pull request")?;
         let mut config = source.config()?;
         config.set_str(&format!("branch.{branch}.description"), description)?;
@@ -197,4 +221,37 @@ impl LocalSource {
         }
         Ok(existed)
     }
+}
+
+/// Refuses to move a bot branch from `old` to `new` when that would drop a commit someone other
+/// than the bot (author or committer other than `bot_email`) made.
+fn refuse_dropping_others(repo: &Repository, old: git2::Oid, new: git2::Oid, bot_email: &str) -> Result<(), String> {
+    let git = |error: git2::Error| error.message().to_owned();
+    let mut walk = repo.revwalk().map_err(git)?;
+    walk.push(old).map_err(git)?;
+    walk.hide(new).map_err(git)?;
+    let mut foreign = Vec::new();
+    for oid in walk {
+        let commit = repo.find_commit(oid.map_err(git)?).map_err(git)?;
+        let by_bot = |signature: git2::Signature<'_>| {
+            signature
+                .email()
+                .is_ok_and(|email| email.eq_ignore_ascii_case(bot_email))
+        };
+        if !(by_bot(commit.author()) && by_bot(commit.committer())) {
+            foreign.push(format!(
+                "{} by {}: {}",
+                &commit.id().to_string()[..12],
+                commit.author().email().unwrap_or("someone"),
+                crate::text::escape_control(commit.summary().ok().flatten().unwrap_or_default())
+            ));
+        }
+    }
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the branch has commits upkeep did not make ({}), and moving it would drop them, so it was left as it is; ask a human with ask_question",
+        foreign.join("; ")
+    ))
 }

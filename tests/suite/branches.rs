@@ -78,3 +78,58 @@ fn the_same_task_run_again_updates_its_pull_request_and_says_so() {
         first.stderr
     );
 }
+
+/// The same task run again rebuilds its branch; a commit someone else added to that branch in
+/// the local repository meanwhile is never dropped (before, the branch was simply moved).
+#[test]
+fn a_local_bot_branch_with_someone_elses_commit_is_not_moved() {
+    let repo = TestRepo::new();
+    let task = ["--task", "Add a changelog"];
+    run_local(
+        &repo,
+        &Script::new(&[propose("CHANGELOG.md", "# Changes\n", "Add a changelog")]),
+        &task,
+    )
+    .assert_code(0);
+    repo.git(&["checkout", "-q", "upkeep/add-a-changelog"]);
+    repo.write("CHANGELOG.md", "# Changes\n\n- a maintainer's note\n");
+    repo.commit("Maintainer's note");
+    repo.git(&["checkout", "-q", "main"]);
+    let before = repo.git(&["rev-parse", "upkeep/add-a-changelog"]);
+    let second = Script::new(&[
+        reply(
+            "redo",
+            &[
+                (
+                    "write_file",
+                    json!({"path": "CHANGELOG.md", "content": "# Changelog\n"}),
+                ),
+                (
+                    "create_pull_request",
+                    json!({"title": "Add a changelog", "body": "Adds one."}),
+                ),
+            ],
+        ),
+        reply(
+            "stuck",
+            &[("ask_question", json!({"question_text": "Build on their note?"}))],
+        ),
+    ]);
+    let out = run_local(&repo, &second, &task);
+    out.assert_code(3);
+    let result = out
+        .events_of("tool_result")
+        .into_iter()
+        .find(|result| result["tool"] == "create_pull_request")
+        .expect("create_pull_request ran");
+    assert_eq!(result["ok"], false, "{result}");
+    assert!(
+        result["output"].as_str().unwrap_or("").contains("test@example.com"),
+        "{result}"
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", "upkeep/add-a-changelog"]),
+        before,
+        "the branch was not moved"
+    );
+}
