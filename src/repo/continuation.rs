@@ -68,11 +68,13 @@ impl Workspace {
         })?;
         {
             let commit = repo.find_commit(replayed)?;
-            repo.branch(branch, &commit, true)?;
             let mut checkout = git2::build::CheckoutBuilder::new();
             checkout.force();
             repo.checkout_tree(commit.as_object(), Some(&mut checkout))?;
-            repo.set_head(&format!("refs/heads/{branch}"))?;
+            // The branch is HEAD: moved as a reference (`Repository::branch` refuses HEAD's).
+            let refname = format!("refs/heads/{branch}");
+            repo.reference(&refname, replayed, true, "upkeep: replayed on the remote's tip")?;
+            repo.set_head(&refname)?;
         }
         drop(repo);
         self.push_refspec(branch, auth, PushMode::FastForward)

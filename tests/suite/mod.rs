@@ -5,6 +5,7 @@ mod command_line;
 mod commands;
 mod conformance;
 mod context;
+mod continuation;
 mod conversation;
 mod core;
 mod git_boundary;
