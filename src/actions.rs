@@ -26,10 +26,10 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, DEFAULT_LABEL, RepoSource};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, IssueComment, OWN_QUESTION_AUTHOR, github::GitHubForge};
+use crate::kinds::ForgeKind;
 use crate::orchestrator::RunSummary;
 use crate::secrets::Redactor;
 

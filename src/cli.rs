@@ -5,7 +5,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+pub use crate::kinds::{ForgeKind, ProviderKind};
 
 #[derive(Debug, Parser)]
 #[command(name = "upkeep", version, about = "An autonomous maintenance bot for git repositories", long_about = None)]
@@ -26,35 +28,6 @@ pub enum Command {
     Prompt(Box<RunArgs>),
     /// Set a repository up for upkeep: write .upkeep.toml and .github/workflows/upkeep.yml.
     Init(InitArgs),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    Openai,
-    Anthropic,
-    Gemini,
-    Ollama,
-    Replay,
-}
-
-impl ProviderKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::Openai => "openai",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Gemini => "gemini",
-            ProviderKind::Ollama => "ollama",
-            ProviderKind::Replay => "replay",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ForgeKind {
-    Github,
-    Local,
-    None,
 }
 
 #[derive(Debug, Clone, Default, Args)]

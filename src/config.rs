@@ -14,8 +14,9 @@ use std::time::Duration;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use crate::cli::{ForgeKind, ProviderKind, RunArgs};
+use crate::cli::RunArgs;
 use crate::exec::{CommandSettings, LimitsConfig};
+use crate::kinds::{ForgeKind, ProviderKind};
 use crate::repo::Identity;
 
 /// File name of the per-repository configuration.
@@ -385,14 +386,6 @@ pub struct ProviderSettings {
     pub context_window: Option<u64>,
 }
 
-impl ProviderSettings {
-    /// The context window requests are fitted into for `model`.
-    pub fn window_for(&self, model: &str) -> u64 {
-        self.context_window
-            .unwrap_or_else(|| crate::llm::window::default_window(model))
-    }
-}
-
 impl std::fmt::Debug for ProviderSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProviderSettings")
@@ -699,7 +692,7 @@ impl Config {
             .as_deref()
             .map(str::trim)
             .filter(|model| !model.is_empty())
-            .unwrap_or_else(|| crate::llm::default_model(kind));
+            .unwrap_or_else(|| kind.default_model());
         let context_window = args
             .context_window
             .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window));

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{DemoArgs, ForgeKind, RunArgs};
+use crate::cli::{DemoArgs, RunArgs};
 use crate::config::Config;
 use crate::exit::ExitStatus;
+use crate::kinds::ForgeKind;
 
 const SCRIPT: &str = include_str!("demo_script.jsonl");
 

@@ -19,6 +19,7 @@ pub mod forge;
 pub mod http;
 pub mod init;
 pub mod instructions;
+pub mod kinds;
 pub mod llm;
 pub mod logging;
 pub mod orchestrator;

@@ -18,13 +18,13 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::budget::{Budget, Limit};
 use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
-use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
 use crate::conversation::local::LocalResume;
 use crate::conversation::{ConversationError, CycleWork};
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
+use crate::kinds::ForgeKind;
 use crate::llm::{self, Provider, pricing};
 use crate::repo::cleanup;
 use crate::repo::questions::LocalQuestion;
@@ -777,7 +777,7 @@ impl Runner<'_> {
             cancel: self.cancel,
             max_turns: settings.max_turns,
             cycle,
-            context_window: config.provider.window_for(provider.model()),
+            context_window: crate::llm::window::window_for(&config.provider, provider.model()),
             masking: !config.full_history,
         };
         let opened_before = self.pull_requests.len();

@@ -9,8 +9,8 @@
 
 use std::path::Path;
 
-use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, Mode, RepoSource};
+use crate::kinds::ForgeKind;
 use crate::repo::questions::{LocalQuestion, SECTION};
 use crate::repo::source::LocalSource;
 

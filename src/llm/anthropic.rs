@@ -28,7 +28,7 @@ use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopRe
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "anthropic";
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_MODEL: &str = crate::kinds::ProviderKind::Anthropic.default_model();
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
 /// Room for a reply that writes whole files; the API requires a number.

@@ -24,7 +24,7 @@ use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopRe
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "gemini";
-pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";
+pub const DEFAULT_MODEL: &str = crate::kinds::ProviderKind::Gemini.default_model();
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 
 const SCHEMA_REFUSAL_MARKERS: &[&str] = &["responsejsonschema", "response_json_schema", "schema"];

@@ -67,6 +67,9 @@ pub(super) struct Endpoint {
     /// The URL as errors show it: no user-info, no query.
     pub shown_url: String,
     pub api_key: Option<SecretString>,
+    /// The key as a secret to redact, should a server echo it (the run-wide redaction, one
+    /// implementation and one marker).
+    redactor: crate::secrets::Redactor,
     pub idle_timeout: Duration,
 }
 
@@ -77,12 +80,17 @@ impl Endpoint {
         api_key: Option<SecretString>,
         idle_timeout: Duration,
     ) -> Result<Self, crate::config::ConfigError> {
+        let mut redactor = crate::secrets::Redactor::default();
+        if let Some(key) = &api_key {
+            redactor.add(key.clone());
+        }
         Ok(Self {
             provider,
             client: http_client(provider, idle_timeout)?,
             shown_url: shown_url(&url),
             url,
             api_key,
+            redactor,
             idle_timeout,
         })
     }
@@ -174,10 +182,7 @@ impl Endpoint {
 
     /// `text` with the API key replaced, should a server echo it.
     pub fn redact(&self, text: String) -> String {
-        match self.api_key.as_ref().map(ExposeSecret::expose_secret) {
-            Some(key) if !key.is_empty() && text.contains(key) => text.replace(key, "[redacted]"),
-            _ => text,
-        }
+        self.redactor.redact(&text)
     }
 }
 

@@ -78,5 +78,5 @@ fn keys_echoed_by_the_server_are_redacted_and_urls_lose_credentials() {
     let shown = format!("{error} {error:?}");
     assert!(!shown.contains("sk-secret-123"), "{shown}");
     assert!(shown.contains("https://api.example/v1/chat/completions"), "{shown}");
-    assert!(shown.contains("[redacted]"), "{shown}");
+    assert!(shown.contains(crate::secrets::REDACTED), "{shown}");
 }

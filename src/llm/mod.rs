@@ -227,22 +227,10 @@ pub trait Provider: Send + Sync {
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError>;
 }
 
-/// The model a provider asks when `--model` is not given.
-pub fn default_model(kind: crate::cli::ProviderKind) -> &'static str {
-    use crate::cli::ProviderKind;
-    match kind {
-        ProviderKind::Openai => openai::DEFAULT_MODEL,
-        ProviderKind::Anthropic => anthropic::DEFAULT_MODEL,
-        ProviderKind::Gemini => gemini::DEFAULT_MODEL,
-        ProviderKind::Ollama => ollama::DEFAULT_MODEL,
-        ProviderKind::Replay => "replay",
-    }
-}
-
 /// Builds the provider a run asks for, wrapped in retries (replay is never retried: a script
 /// has no transient failures).
 pub fn build(settings: &crate::config::ProviderSettings) -> Result<Box<dyn Provider>, crate::config::ConfigError> {
-    use crate::cli::ProviderKind;
+    use crate::kinds::ProviderKind;
     let provider: Box<dyn Provider> = match settings.kind {
         ProviderKind::Replay => {
             let path = settings

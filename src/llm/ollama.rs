@@ -21,7 +21,7 @@ use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopRe
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "ollama";
-pub const DEFAULT_MODEL: &str = "llama3.1";
+pub const DEFAULT_MODEL: &str = crate::kinds::ProviderKind::Ollama.default_model();
 pub const DEFAULT_BASE_URL: &str = "http://localhost:11434";
 
 const SCHEMA_REFUSAL_MARKERS: &[&str] = &["format", "schema"];

@@ -24,7 +24,7 @@ use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopRe
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "openai";
-pub const DEFAULT_MODEL: &str = "gpt-4.1";
+pub const DEFAULT_MODEL: &str = crate::kinds::ProviderKind::Openai.default_model();
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// Words in a 400's message that mean "this server does not take the schema".

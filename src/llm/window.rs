@@ -38,6 +38,12 @@ pub fn default_window(model: &str) -> u64 {
         .map_or(UNKNOWN_MODEL_WINDOW, |(_, window)| *window)
 }
 
+/// The window requests are fitted into for `model`: the operator's (`--context-window`,
+/// `[models."name"]`), else the built-in one.
+pub fn window_for(settings: &crate::config::ProviderSettings, model: &str) -> u64 {
+    settings.context_window.unwrap_or_else(|| default_window(model))
+}
+
 /// Tokens kept free for the reply in a window of `window` tokens.
 pub fn reply_reserve(window: u64) -> u64 {
     MAX_REPLY_RESERVE.min(window / 4)
