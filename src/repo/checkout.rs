@@ -10,7 +10,8 @@ use std::path::Path;
 
 use git2::Repository;
 
-use super::git::{Layout, WorkspaceError, open_layout};
+use super::error::WorkspaceError;
+use super::layout::{Layout, open_layout};
 use super::stop::Stop;
 
 /// Files one libgit2 checkout call writes, at most, in a fresh clone. Each call opens the

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use git2::{Cred, CredentialType, FetchOptions, Oid, RemoteCallbacks, Repository};
 
-use super::git::{GitAuth, WorkspaceError};
+use super::error::WorkspaceError;
+use super::layout::GitAuth;
 use super::stop::Stop;
 use super::transport::{Transfer, with_transfer};
 

@@ -31,87 +31,14 @@ use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 
+pub use super::path::{EntryKind, RepoPath, is_git_name, normalise};
+
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Symlinks followed while resolving one path, at most (the kernel's own limit is 40).
 pub const MAX_LINK_HOPS: usize = 40;
-
-/// A path inside the work tree: relative, made only of normal components, none of them `.git`
-/// in any letter case. The empty path is the tree's root.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RepoPath(PathBuf);
-
-impl RepoPath {
-    pub fn root() -> Self {
-        Self::default()
-    }
-
-    pub fn is_root(&self) -> bool {
-        self.0.as_os_str().is_empty()
-    }
-
-    pub fn as_path(&self) -> &Path {
-        &self.0
-    }
-
-    /// The path as shown to people and the model (`src/main.rs`; `.` for the root).
-    pub fn display(&self) -> String {
-        if self.is_root() {
-            ".".to_owned()
-        } else {
-            self.0.to_string_lossy().into_owned()
-        }
-    }
-
-    /// The entry `name` inside this directory; `None` for names the gate never hands out.
-    pub fn child(&self, name: &OsStr) -> Option<Self> {
-        let valid = !name.is_empty()
-            && name != "."
-            && name != ".."
-            && !is_git_name(name)
-            && !name.as_encoded_bytes().contains(&b'/');
-        valid.then(|| Self(self.0.join(name)))
-    }
-
-    pub fn parent(&self) -> Option<Self> {
-        self.0.parent().map(|parent| Self(parent.to_owned()))
-    }
-
-    pub fn file_name(&self) -> Option<&OsStr> {
-        self.0.file_name()
-    }
-
-    /// The top-level component (`src` of `src/a/b.rs`).
-    pub fn first(&self) -> Option<&OsStr> {
-        self.0.components().next().map(Component::as_os_str)
-    }
-}
-
-/// What a directory entry is, without following it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    File,
-    Dir,
-    Symlink,
-    /// FIFOs, sockets, devices: never read, never listed.
-    Other,
-}
-
-impl EntryKind {
-    fn of(file_type: cap_std::fs::FileType) -> Self {
-        if file_type.is_symlink() {
-            EntryKind::Symlink
-        } else if file_type.is_dir() {
-            EntryKind::Dir
-        } else if file_type.is_file() {
-            EntryKind::File
-        } else {
-            EntryKind::Other
-        }
-    }
-}
 
 /// Why the gate refused. The text goes back to the model as the failed call's result, so each
 /// says what to do instead.
@@ -200,32 +127,6 @@ pub struct WorkTree {
     protected_patterns: Vec<String>,
 }
 
-/// Whether a name is `.git` in any letter case.
-pub fn is_git_name(name: &OsStr) -> bool {
-    name.as_encoded_bytes().eq_ignore_ascii_case(b".git")
-}
-
-/// The clean relative form of a requested path (`./a//b` -> `a/b`), or why it is refused.
-pub fn normalise(requested: &str) -> Result<RepoPath, GateError> {
-    if requested.trim().is_empty() {
-        return Err(GateError::Empty);
-    }
-    if requested.contains('\0') {
-        return Err(GateError::Nul(requested.to_owned()));
-    }
-    let mut clean = PathBuf::new();
-    for component in Path::new(requested).components() {
-        match component {
-            Component::Normal(part) if is_git_name(part) => return Err(GateError::GitDir(requested.to_owned())),
-            Component::Normal(part) => clean.push(part),
-            Component::CurDir => {}
-            Component::ParentDir => return Err(GateError::ParentDir(requested.to_owned())),
-            Component::RootDir | Component::Prefix(_) => return Err(GateError::Absolute(requested.to_owned())),
-        }
-    }
-    Ok(RepoPath(clean))
-}
-
 impl WorkTree {
     /// Opens the capability on `root`. `protected_paths` are globs (matched case-insensitively,
     /// so `.GitHub/Workflows` on a case-insensitive file system is protected too).
@@ -261,7 +162,7 @@ impl WorkTree {
     /// What does not exist yet is kept as requested (a file about to be created).
     pub fn resolve(&self, requested: &str) -> Result<RepoPath, GateError> {
         let lexical = normalise(requested)?;
-        let mut pending: VecDeque<OsString> = lexical.0.iter().map(OsStr::to_owned).collect();
+        let mut pending: VecDeque<OsString> = lexical.parts().map(OsStr::to_owned).collect();
         let mut resolved: Vec<OsString> = Vec::new();
         let mut hops = 0;
         let mut missing = false;
@@ -290,7 +191,7 @@ impl WorkTree {
             if missing {
                 continue;
             }
-            let here = RepoPath(resolved.iter().collect());
+            let here = RepoPath::from_checked_parts(&resolved);
             let meta = match self.dir.symlink_metadata(here.as_path()) {
                 Ok(meta) => meta,
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {
@@ -330,7 +231,7 @@ impl WorkTree {
                 pending.push_front(part);
             }
         }
-        Ok(RepoPath(resolved.iter().collect()))
+        Ok(RepoPath::from_checked_parts(&resolved))
     }
 
     /// What `path` is, without following it; `None` when it does not exist.

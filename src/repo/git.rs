@@ -21,73 +21,29 @@
 //! Continuous mode reuses one workspace: [`Workspace::refresh`] (in `refresh.rs`) brings it back
 //! to exactly what the remote's base branch has now.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use git2::{PushOptions, Repository};
-use secrecy::SecretString;
+use git2::Repository;
 use tokio::task::JoinHandle;
 
 use super::checkout::checkout_fresh;
 use super::cleanup::{Scope, TempRoot};
 pub use super::error::WorkspaceError;
-use super::fetch::{self, Failure, FetchSpec, credential_callbacks};
+use super::fetch::{self, FetchSpec};
+pub use super::layout::{BOT_BRANCH_PREFIX, GitAuth, Identity};
+use super::layout::{Layout, open_layout};
+pub(super) use super::publish::PushMode;
+pub use super::publish::patch_text;
 use super::stop::{DEFAULT_STALL_TIMEOUT, Stop};
-use super::transport::{Transfer, with_transfer};
-use crate::secrets::Redactor;
-
-/// Prefix of every branch upkeep creates, and the only branches it force-pushes.
-pub const BOT_BRANCH_PREFIX: &str = "upkeep/";
+use super::transport::Transfer;
 
 /// How long the async side still waits for blocking git work after asking it to stop. The work
 /// polls the same [`Stop`] and usually ends within a tenth of a second; this bounds the rest
 /// (libgit2 steps that cannot be interrupted). Work left running after that keeps its clone
 /// until it ends, and the run's cleanup removes the directory in any case.
 const WIND_DOWN: Duration = Duration::from_secs(3);
-
-/// How a branch is pushed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum PushMode {
-    /// Replaces whatever the remote branch holds (a bot branch rebuilt on a fresh base).
-    Force,
-    /// Only on top of what the remote branch holds (a pull request others may have pushed to).
-    FastForward,
-}
-
-/// Who commits. The default is an obviously-automated identity.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    pub name: String,
-    pub email: String,
-}
-
-impl Default for Identity {
-    fn default() -> Self {
-        Self {
-            name: "upkeep".into(),
-            email: "upkeep@users.noreply.github.com".into(),
-        }
-    }
-}
-
-/// Credentials for fetch and push. HTTP(S) remotes get the token as Basic credentials (username
-/// `x-access-token`, as GitHub expects; see [`super::transport`]); SSH uses the running
-/// ssh-agent.
-#[derive(Clone, Default)]
-pub struct GitAuth {
-    pub token: Option<SecretString>,
-}
-
-impl std::fmt::Debug for GitAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "GitAuth {{ token: {} }}",
-            if self.token.is_some() { "set" } else { "none" }
-        )
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct CloneRequest {
@@ -119,14 +75,6 @@ impl CloneRequest {
             scope: Scope::default(),
         }
     }
-}
-
-/// Where the parts of a workspace live.
-#[derive(Debug, Clone)]
-pub(super) struct Layout {
-    pub root: PathBuf,
-    pub git_dir: PathBuf,
-    pub scratch: PathBuf,
 }
 
 pub(super) struct Inner {
@@ -358,192 +306,4 @@ impl Workspace {
         let head = repo.head()?;
         Ok(head.shorthand().unwrap_or("HEAD").to_owned())
     }
-
-    /// [`Workspace::commit_blocking`] on a blocking thread.
-    pub async fn commit(
-        &self,
-        branch: &str,
-        message: &str,
-        identity: &Identity,
-        secrets: &Redactor,
-    ) -> Result<git2::Oid, WorkspaceError> {
-        let (branch, message, identity, secrets) =
-            (branch.to_owned(), message.to_owned(), identity.clone(), secrets.clone());
-        self.run_blocking(move |workspace| workspace.commit_blocking(&branch, &message, &identity, &secrets))
-            .await
-    }
-
-    /// Commits every change (additions, edits, deletions; ignored files excluded) on `branch`,
-    /// creating it from HEAD when needed. The base branch itself is never committed to: HEAD
-    /// moves to the bot branch first. A change whose content holds a value of `secrets` is
-    /// refused before anything is committed: every added or modified file is checked whole, so
-    /// a token assembled over several edits is caught as surely as one written at once.
-    pub fn commit_blocking(
-        &self,
-        branch: &str,
-        message: &str,
-        identity: &Identity,
-        secrets: &Redactor,
-    ) -> Result<git2::Oid, WorkspaceError> {
-        if !branch.starts_with(BOT_BRANCH_PREFIX) {
-            return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
-        }
-        let stop = &self.inner.stop;
-        let repo = self.open()?;
-        let mut index = repo.index()?;
-        let mut unless_stopped = |_: &Path, _: &[u8]| if stop.is_stopped() { -1 } else { 0 };
-        let added = index
-            .add_all(["*"], git2::IndexAddOption::DEFAULT, Some(&mut unless_stopped))
-            .and_then(|()| index.update_all(["*"], Some(&mut unless_stopped)));
-        if let Some(reason) = stop.reason() {
-            return Err(reason.into());
-        }
-        added?;
-        index.write()?;
-        let tree_id = index.write_tree()?;
-        let parent = repo.head()?.peel_to_commit()?;
-        if parent.tree_id() == tree_id {
-            return Err(WorkspaceError::NothingToCommit);
-        }
-        let tree = repo.find_tree(tree_id)?;
-        refuse_secrets(&repo, &parent.tree()?, &tree, secrets)?;
-        if secrets.contains(message.as_bytes()) {
-            return Err(WorkspaceError::SecretInChange("the commit message".into()));
-        }
-        let refname = format!("refs/heads/{branch}");
-        if repo.head()?.name().ok() != Some(refname.as_str()) {
-            repo.branch(branch, &parent, true)?;
-            repo.set_head(&refname)?;
-        }
-        let signature = git2::Signature::now(&identity.name, &identity.email)?;
-        Ok(repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &[&parent])?)
-    }
-
-    /// The unified diff from the base commit to HEAD, as `git diff` prints it.
-    pub async fn diff_from_base(&self) -> Result<String, WorkspaceError> {
-        self.run_blocking(Workspace::diff_from_base_blocking).await
-    }
-
-    pub fn diff_from_base_blocking(&self) -> Result<String, WorkspaceError> {
-        let repo = self.open()?;
-        let base_tree = repo.find_commit(self.inner.base_commit)?.tree()?;
-        let head_tree = repo.head()?.peel_to_tree()?;
-        let diff = repo.diff_tree_to_tree(Some(&base_tree), Some(&head_tree), None)?;
-        Ok(patch_text(&diff)?)
-    }
-
-    /// [`Workspace::push_blocking`] on a blocking thread.
-    pub async fn push(&self, branch: &str, auth: &GitAuth) -> Result<(), WorkspaceError> {
-        let (branch, auth) = (branch.to_owned(), auth.clone());
-        self.run_blocking(move |workspace| workspace.push_blocking(&branch, &auth))
-            .await
-    }
-
-    /// Pushes `branch` to the operator's URL, forced (bot branches are rewritten when a pull
-    /// request is updated).
-    pub fn push_blocking(&self, branch: &str, auth: &GitAuth) -> Result<(), WorkspaceError> {
-        self.push_refspec(branch, auth, PushMode::Force)
-    }
-
-    /// Pushes `branch`, forced or only as a fast-forward of what the remote has.
-    pub(super) fn push_refspec(&self, branch: &str, auth: &GitAuth, mode: PushMode) -> Result<(), WorkspaceError> {
-        if !branch.starts_with(BOT_BRANCH_PREFIX) || branch == self.inner.base {
-            return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
-        }
-        let stop = &self.inner.stop;
-        let url = &self.inner.url;
-        let repo = self.open()?;
-        let mut remote = repo.remote_anonymous(url)?;
-        let attempts = std::cell::Cell::new(0u32);
-        let rejection = std::cell::RefCell::new(None::<String>);
-        let mut callbacks = credential_callbacks(&attempts);
-        callbacks.push_update_reference(|_refname, status| {
-            if let Some(message) = status {
-                *rejection.borrow_mut() = Some(message.to_owned());
-            }
-            Ok(())
-        });
-        callbacks.sideband_progress(|_| !stop.is_stopped());
-        let mut options = PushOptions::new();
-        options.remote_callbacks(callbacks);
-        let force = if mode == PushMode::Force { "+" } else { "" };
-        let refspec = format!("{force}refs/heads/{branch}:refs/heads/{branch}");
-        let transfer = Transfer::new(url, auth.token.clone(), stop.clone(), self.inner.stall_timeout);
-        let result = with_transfer(&transfer, || remote.push(&[refspec.as_str()], Some(&mut options)))?;
-        drop(options);
-        if let Err(error) = result {
-            let failure = Failure::Git {
-                error,
-                attempts: attempts.get(),
-            };
-            return Err(failure.into_error(&transfer, stop, url, auth, "push", |message| {
-                WorkspaceError::PushRejected {
-                    branch: branch.to_owned(),
-                    message,
-                }
-            }));
-        }
-        if let Some(message) = rejection.into_inner() {
-            return Err(WorkspaceError::PushRejected {
-                branch: branch.to_owned(),
-                message,
-            });
-        }
-        Ok(())
-    }
-}
-
-pub(super) fn open_layout(layout: &Layout) -> Result<Repository, WorkspaceError> {
-    super::setup::setup()?;
-    // Not `open_bare`, which skips the shallow file: a push from a shallow clone would then walk
-    // into history the clone does not have.
-    let repo = Repository::open_ext(
-        &layout.git_dir,
-        git2::RepositoryOpenFlags::NO_SEARCH | git2::RepositoryOpenFlags::NO_DOTGIT,
-        std::iter::empty::<&std::ffi::OsStr>(),
-    )?;
-    repo.set_workdir(&layout.root, false)?;
-    Ok(repo)
-}
-
-/// Refuses a change that would commit a known secret value: every file the change adds or
-/// modifies is read from the new tree and checked whole.
-fn refuse_secrets(
-    repo: &Repository,
-    old: &git2::Tree<'_>,
-    new: &git2::Tree<'_>,
-    secrets: &Redactor,
-) -> Result<(), WorkspaceError> {
-    if secrets.is_empty() {
-        return Ok(());
-    }
-    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
-    for delta in diff.deltas() {
-        let file = delta.new_file();
-        if !file.exists() || file.id().is_zero() {
-            continue;
-        }
-        let Ok(blob) = repo.find_blob(file.id()) else {
-            continue;
-        };
-        if secrets.contains(blob.content()) {
-            let path = file.path().map(|p| p.display().to_string()).unwrap_or_default();
-            return Err(WorkspaceError::SecretInChange(path));
-        }
-    }
-    Ok(())
-}
-
-/// A diff as `git diff` prints it (file headers, hunk headers, and lines with their `+`, `-`
-/// or space), decoded lossily so binary content cannot break a report.
-pub fn patch_text(diff: &git2::Diff<'_>) -> Result<String, git2::Error> {
-    let mut patch = Vec::new();
-    diff.print(git2::DiffFormat::Patch, |_, _, line| {
-        if matches!(line.origin(), '+' | '-' | ' ') {
-            patch.push(line.origin() as u8);
-        }
-        patch.extend_from_slice(line.content());
-        true
-    })?;
-    Ok(String::from_utf8_lossy(&patch).into_owned())
 }

@@ -14,7 +14,8 @@ use git2::Repository;
 
 use super::checkout::{empty_dir, remove_path};
 use super::fetch::{self, FetchSpec};
-use super::git::{GitAuth, Workspace, WorkspaceError, finish, open_layout};
+use super::git::{GitAuth, Workspace, WorkspaceError, finish};
+use super::layout::open_layout;
 use super::stop::Stop;
 use super::transport::Transfer;
 
