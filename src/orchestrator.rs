@@ -424,19 +424,15 @@ struct ConversationState {
 impl Runner<'_> {
     async fn run(&mut self) -> Result<RunEnd, RunError> {
         let config = self.config;
-        match self.conversation.local.take() {
+        let pending = match self.conversation.local.take() {
             Some(Err(error)) => return Err(RunError::Usage(error)),
-            Some(Ok(LocalResume::Pending(pending))) => {
-                if let RepoSource::Local(path) = &config.source {
-                    self.events
-                        .say(&crate::conversation::local::describe_pending(path, &pending));
-                }
-                self.question = pending.first().map(|q| q.question.clone());
-                return Ok(RunEnd::Question);
+            Some(Ok(LocalResume::Pending(pending))) => Some(pending),
+            Some(Ok(LocalResume::Resume(question))) => {
+                self.conversation.resumed = Some(question);
+                None
             }
-            Some(Ok(LocalResume::Resume(question))) => self.conversation.resumed = Some(question),
-            Some(Ok(LocalResume::Nothing)) | None => {}
-        }
+            Some(Ok(LocalResume::Nothing)) | None => None,
+        };
         let provider = llm::build(&config.provider)?;
         crate::llm::tokens::preload(provider.name(), provider.model());
         let forge = build_forge(config)?;
@@ -447,14 +443,23 @@ impl Runner<'_> {
             None
         };
         self.budget = Some(Budget::new(config.budgets, None));
-        self.check_pull_request(forge.as_ref()).await?;
-        let first = self.prepare(1).await?;
-        let instructions_files = WorkTree::open(first.0.root(), &[])
-            .ok()
+        // The first clone is made before `run_started`, which names the agent instructions it
+        // holds; `run_started` is emitted whether or not it succeeded, so every run that got
+        // past its settings reports that it started.
+        let first = match pending {
+            Some(_) => None,
+            None => {
+                self.check_pull_request(forge.as_ref()).await?;
+                Some(self.prepare(1).await)
+            }
+        };
+        let instructions_files = first
+            .as_ref()
+            .and_then(|first| first.as_ref().ok())
+            .and_then(|(workspace, _, _)| WorkTree::open(workspace.root(), &[]).ok())
             .and_then(|tree| crate::instructions::read(&tree, &|_| {}))
             .map(|found| vec![found.file])
             .unwrap_or_default();
-        self.conversation.first = Some(first);
         self.events.emit(
             Scope::default(),
             Event::RunStarted {
@@ -468,6 +473,17 @@ impl Runner<'_> {
                 instructions_files,
             },
         );
+        if let Some(pending) = pending {
+            if let RepoSource::Local(path) = &config.source {
+                self.events
+                    .say(&crate::conversation::local::describe_pending(path, &pending));
+            }
+            self.question = pending.first().map(|q| q.question.clone());
+            return Ok(RunEnd::Question);
+        }
+        if let Some(first) = first {
+            self.conversation.first = Some(first?);
+        }
         loop {
             self.cycles += 1;
             let cycle = self.cycles;

@@ -697,3 +697,23 @@ fn a_trace_file_that_cannot_be_opened_is_a_usage_error() {
     assert_eq!(events[0]["type"], "run_finished");
     assert_eq!(events[0]["outcome"], "usage_error");
 }
+
+#[test]
+fn a_clone_that_fails_still_reports_that_the_run_started() {
+    let repo = TestRepo::new();
+    // A repository with a missing object: the history cannot be copied, so the clone fails
+    // after the run's settings were accepted.
+    let blob = repo.git(&["rev-parse", "HEAD:README.md"]);
+    let object = repo.path().join(".git/objects").join(&blob[..2]).join(&blob[2..]);
+    std::fs::remove_file(&object).expect("remove a loose object");
+    let out = run_local(&repo, &Script::new(&[finish("no_tasks")]), &[]);
+    out.assert_code(1);
+    let kinds: Vec<String> = out
+        .events()
+        .iter()
+        .map(|event| event["type"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(kinds, ["run_started", "run_finished"], "{}", out.stderr);
+    assert_eq!(out.events_of("run_finished")[0]["outcome"], "error");
+    assert_eq!(out.leftover_temp_entries, 0, "the failed clone's directory removed");
+}
