@@ -95,12 +95,13 @@ pub async fn brief(
     opened_this_run: &[PullRequest],
     notice: &dyn Fn(&str),
 ) -> Result<Briefing, BriefingError> {
-    let registry = ToolRegistry::new(
+    let mut registry = ToolRegistry::new(
         &ToolSelection {
             dangerous: config.dangerous_tools,
         },
         declared_tools(config, settings)?,
     );
+    crate::agents::offer_delegate(&mut registry, &config.agents);
     let specs = registry.specs();
     let reply_schema = reply_schema(&specs);
     let system = SystemPrompt {

@@ -67,6 +67,12 @@ pub struct FileConfig {
     /// Per-model settings; operator-only (the repository's file may not set them).
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// Sub-agents the model may delegate to (`[[agents]]`); operator-only (DESIGN section 12).
+    #[serde(default)]
+    pub agents: Vec<crate::agents::AgentConfig>,
+    /// Declared command tools run before every push (`checks = ["cargo_test"]`); operator-only.
+    #[serde(default)]
+    pub checks: Vec<String>,
 }
 
 /// `[models."name"]` in the operator's config.
@@ -168,6 +174,9 @@ impl FileConfig {
             // The model's window: a repository cannot make upkeep send requests its model
             // refuses (or, with Ollama, reserve a huge context).
             ("models", !parsed.models.is_empty()),
+            // Sub-agents and checks decide what runs with which tools and what gates a push.
+            ("agents", !parsed.agents.is_empty()),
+            ("checks", !parsed.checks.is_empty()),
         ];
         if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
             return Err(ConfigError(format!(
@@ -449,6 +458,9 @@ pub struct Config {
     pub overrides: FileConfig,
     /// The operator's `--config` file.
     pub operator: FileConfig,
+    /// Sub-agents, the reviewer and checks (`--max-depth`, `--max-reviews`, `--no-review`,
+    /// `--review-model`, `[[agents]]`, `checks`).
+    pub agents: crate::agents::AgentSettings,
 }
 
 /// Settings after the repository's `.upkeep.toml` is known.
@@ -668,6 +680,8 @@ impl Config {
             .context_window
             .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window));
 
+        let agents = crate::agents::AgentSettings::resolve(args, &operator)?;
+
         let defaults = Identity::default();
         Ok(Config {
             source,
@@ -728,6 +742,7 @@ impl Config {
                 ..FileConfig::default()
             },
             operator,
+            agents,
         })
     }
 

@@ -247,6 +247,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         scope: cleanup::Scope::new(),
         unsaved: Vec::new(),
         commands: config.commands.clone(),
+        unresolved_findings: Vec::new(),
     };
     let result = runner.run().await;
     runner.kept = None;
@@ -342,6 +343,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         pull_requests: Vec::new(),
         question: None,
         kept: None,
+        unresolved_findings: Vec::new(),
     };
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
     let (workspace, settings, _) = runner.prepare(1).await.map_err(fail)?;
@@ -382,6 +384,8 @@ struct Runner<'a> {
     unsaved: Vec<crate::repo::UnsavedChanges>,
     /// The operator's command settings plus the sandbox decided for this run.
     commands: CommandSettings,
+    /// Review findings the last cycle's pull request opened with (section 12).
+    unresolved_findings: Vec<String>,
 }
 
 impl Runner<'_> {
@@ -390,7 +394,9 @@ impl Runner<'_> {
         let provider = llm::build(&config.provider)?;
         crate::llm::tokens::preload(provider.name(), provider.model());
         let forge = build_forge(config)?;
-        let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
+        let commands_enabled =
+            config.dangerous_tools || !config.allow_tools.is_empty() || !config.agents.checks.is_empty();
+        let models = crate::agents::Models::build(config)?;
         let sandbox = if commands_enabled {
             Some(self.decide_sandbox().await?)
         } else {
@@ -412,7 +418,7 @@ impl Runner<'_> {
         loop {
             self.cycles += 1;
             let cycle = self.cycles;
-            let end = self.cycle(cycle, provider.as_ref(), forge.as_ref()).await;
+            let end = self.cycle(cycle, provider.as_ref(), &models, forge.as_ref()).await;
             let outcome = match &end {
                 Ok(end) => end.as_str(),
                 Err(RunError::Deadline) => RunEnd::Limit.as_str(),
@@ -425,6 +431,7 @@ impl Runner<'_> {
                 },
                 Event::CycleFinished {
                     outcome: outcome.into(),
+                    unresolved_findings: std::mem::take(&mut self.unresolved_findings),
                 },
             );
             let end = end.map_err(|error| match error {
@@ -602,7 +609,13 @@ impl Runner<'_> {
         }
     }
 
-    async fn cycle(&mut self, cycle: u32, provider: &dyn Provider, forge: &dyn Forge) -> Result<RunEnd, RunError> {
+    async fn cycle(
+        &mut self,
+        cycle: u32,
+        provider: &dyn Provider,
+        models: &crate::agents::Models,
+        forge: &dyn Forge,
+    ) -> Result<RunEnd, RunError> {
         let config = self.config;
         let (workspace, settings, reusable) = self.prepare(cycle).await?;
         let base = workspace.base_branch().to_owned();
@@ -651,7 +664,15 @@ impl Runner<'_> {
             cycle_branch: None,
             open_pull_requests: &briefing.open_pull_requests,
             task_key: task_key.as_deref(),
+            agents: None,
         };
+        let team = crate::agents::Team::new(crate::agents::team::TeamParts {
+            config,
+            settings: &settings,
+            registry: &briefing.registry,
+            provider,
+            models,
+        })?;
         let agent = Agent {
             provider,
             registry: &briefing.registry,
@@ -661,6 +682,7 @@ impl Runner<'_> {
             cycle,
             context_window: config.provider.window_for(provider.model()),
             masking: !config.full_history,
+            team: Some(&team),
         };
         let opened_before = self.pull_requests.len();
         let outcome = agent
@@ -679,6 +701,7 @@ impl Runner<'_> {
             self.report_unsaved(cycle, &workspace).await;
         }
         self.keep_clone(cycle, &workspace).await;
+        self.unresolved_findings = team.unresolved_findings();
         let outcome = outcome?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end

@@ -1,4 +1,5 @@
 mod actions;
+mod agents;
 mod branches;
 mod budgets;
 mod command_line;
@@ -15,6 +16,7 @@ mod hostile_repos;
 mod model_loop;
 mod providers;
 mod refresh;
+mod review;
 mod sandbox;
 mod secrets;
 mod streaming;

@@ -136,7 +136,8 @@ impl Script {
         }))
     }
 
-    fn from_lines(lines: impl Iterator<Item = Value>) -> Self {
+    /// A script of raw JSON lines (replies that name their agent, usage, trace events).
+    pub fn from_lines(lines: impl Iterator<Item = Value>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let lines: Vec<String> = lines.map(|line| line.to_string()).collect();
         std::fs::write(dir.path().join("script.jsonl"), lines.join("\n") + "\n").expect("write script");
@@ -177,8 +178,17 @@ impl Upkeep {
         command
             .env("HOME", &home)
             .env("TMPDIR", &temp)
-            .env("GIT_CONFIG_NOSYSTEM", "1");
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            // The reviewer asks the model before every push; scripts written for other features
+            // leave it out, and the tests of the reviewer turn it back on (`with_review`).
+            .env("UPKEEP_NO_REVIEW", "true");
         Self { tmp, command }
+    }
+
+    /// The reviewer on, as upkeep runs by default.
+    pub fn with_review(mut self) -> Self {
+        self.command.env_remove("UPKEEP_NO_REVIEW");
+        self
     }
 
     pub fn args<I, S>(mut self, args: I) -> Self
