@@ -101,7 +101,7 @@ pub async fn brief(
         },
         declared_tools(config, settings)?,
     );
-    crate::agents::offer_delegate(&mut registry, &config.agents);
+    crate::agents::equip_main_agent(&mut registry, &config.agents);
     let specs = registry.specs();
     let reply_schema = reply_schema(&specs);
     let system = SystemPrompt {

@@ -158,7 +158,7 @@ pub fn tools(args: &ToolsArgs) -> ExitStatus {
         },
         extra,
     );
-    crate::agents::offer_delegate(&mut registry, &agents);
+    crate::agents::equip_main_agent(&mut registry, &agents);
     let specs = registry.specs();
     let withheld: Vec<&str> = declared
         .iter()

@@ -38,9 +38,14 @@ pub use context::{ExecContext, Spend};
 pub use models::Models;
 pub use team::Team;
 
-/// Offers `delegate` to the main agent, listing every agent it may ask; with `--max-depth 0`
-/// there is none to ask, and a call is rejected with the reason.
-pub fn offer_delegate(registry: &mut crate::tools::ToolRegistry, settings: &AgentSettings) {
+/// The main agent's part in delegation: `delegate`, listing every agent it may ask (with
+/// `--max-depth 0` there is none to ask, and a call is rejected with the reason); and
+/// `complete_task`, which only sub-agents hold, rejected with what to call instead.
+pub fn equip_main_agent(registry: &mut crate::tools::ToolRegistry, settings: &AgentSettings) {
+    registry.withhold(
+        "complete_task",
+        "complete_task ends a sub-agent; you are the main agent: end the cycle with finish",
+    );
     if settings.max_depth == 0 {
         registry.withhold("delegate", "--max-depth 0: sub-agents are off for this run");
         return;

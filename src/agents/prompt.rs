@@ -133,21 +133,8 @@ mod tests {
             diff: &format!("+{hostile}\n"),
             window: 128_000,
         });
-        // Headings outside code fences, as a Markdown reader sees them.
-        let mut open: Option<usize> = None;
-        let mut headings = Vec::new();
-        for line in message.lines() {
-            let ticks = line.len() - line.trim_start_matches('`').len();
-            match open {
-                Some(fence) if ticks >= fence && line.trim_start_matches('`').trim().is_empty() => open = None,
-                Some(_) => {}
-                None if ticks >= 3 => open = Some(ticks),
-                None if line.starts_with('#') => headings.push(line),
-                None => {}
-            }
-        }
         assert_eq!(
-            headings,
+            crate::agent::template::headings_outside_fences(&message),
             [
                 "# Review this change",
                 "## The task",

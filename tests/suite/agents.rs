@@ -9,8 +9,8 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request};
 
 use super::support::conformance::{Api, assert_requests_conform};
-use super::support::model_api::{openai_stream, openai_usage};
-use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay};
+use super::support::model_api::{openai_sequence, openai_stream, openai_usage};
+use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay, signal_and_wait};
 
 /// A scripted reply that names the agent it is for, as a trace records it.
 fn line(agent: &str, content: String) -> Value {
@@ -71,20 +71,6 @@ fn delegate_result(out: &RunOutput) -> Value {
         .expect("the delegate call has a result")
 }
 
-/// Serves `replies` in order, one per request, as streamed chat completions.
-async fn model_server(replies: &[String]) -> MockServer {
-    let server = MockServer::start().await;
-    for (index, content) in replies.iter().enumerate() {
-        Mock::given(method("POST"))
-            .respond_with(openai_stream(content, "stop", openai_usage(120, 30, 0)))
-            .up_to_n_times(1)
-            .with_priority(u8::try_from(index + 1).expect("few replies"))
-            .mount(&server)
-            .await;
-    }
-    server
-}
-
 fn bodies(requests: &[Request]) -> Vec<Value> {
     assert_requests_conform(Api::OpenAi, requests);
     requests
@@ -133,7 +119,7 @@ async fn the_explorer_reads_in_its_own_context_and_only_its_answer_reaches_the_c
         complete(json!(answer)),
         finish("completed"),
     ];
-    let server = model_server(&replies).await;
+    let server = openai_sequence(&replies).await;
     let trace_dir = tempfile::tempdir().expect("tempdir");
     let trace = trace_dir.path().join("trace.jsonl");
     let out = Upkeep::new()
@@ -278,22 +264,28 @@ fn with_max_depth_0_delegate_is_not_offered() {
     );
     assert!(!offered.contains("## complete_task"), "only sub-agents complete tasks");
     assert!(!prompt(&["--max-depth", "0"]).contains("## delegate"));
-    // A call anyway is rejected, never run.
-    let out = run(
-        &repo,
-        vec![
-            line("root", delegate("explorer", "x")),
-            line("root", finish("completed")),
-        ],
-        &["--max-depth", "0"],
-    );
+    // A call anyway is rejected, never run; so is complete_task, which only sub-agents hold.
+    let lines = vec![
+        line("root", delegate("explorer", "x")),
+        line("root", complete(json!("done"))),
+        line("root", finish("completed")),
+    ];
+    let out = run(&repo, lines, &["--max-depth", "0"]);
     out.assert_code(0);
     let rejected = of_agent(&out, "tool_rejected", "root");
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
     assert!(
         rejected[0]["reason"]
             .as_str()
             .expect("reason")
             .contains("--max-depth 0"),
+        "{rejected:?}"
+    );
+    assert!(
+        rejected[1]["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("end the cycle with finish"),
         "{rejected:?}"
     );
 }
@@ -495,12 +487,7 @@ async fn an_interrupt_reaches_a_sub_agent_at_once() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let interrupted = Instant::now();
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("signal sent");
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .expect("joined")
-        .expect("waited");
+    let output = signal_and_wait(child, nix::sys::signal::Signal::SIGINT).await;
     assert_eq!(
         output.status.code(),
         Some(130),
@@ -509,4 +496,47 @@ async fn an_interrupt_reaches_a_sub_agent_at_once() {
     );
     assert!(interrupted.elapsed() < Duration::from_secs(20), "stopped at once");
     assert_eq!(upkeep.leftover_temp_entries(), 0, "temporary clone removed");
+}
+
+/// The configuration docs/agents.md shows is what upkeep accepts, and `upkeep tools --config`
+/// (which the page tells readers to run) lists the declared agent with `delegate`.
+#[test]
+fn the_configuration_on_the_agents_page_is_accepted() {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/agents.md")).expect("the page");
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for text in page.lines() {
+        match (&mut current, text) {
+            (None, "```toml") => current = Some(String::new()),
+            (Some(block), "```") => {
+                blocks.push(std::mem::take(block));
+                current = None;
+            }
+            (Some(block), text) => {
+                block.push_str(text);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert_eq!(blocks.len(), 2, "the agent and the checks examples");
+    // Top-level keys first: `checks` then the tables.
+    let config = OperatorConfig::new(&format!("{}\n{}", blocks[1], blocks[0]));
+    let out = Upkeep::new()
+        .args(["tools", "--json", "--config"])
+        .args([config.path()])
+        .run();
+    out.assert_code(0);
+    let listing: Value = serde_json::from_str(&out.stdout).expect("JSON");
+    let delegate = listing["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|tool| tool["name"] == "delegate")
+        .expect("delegate is offered");
+    let description = delegate["description"].as_str().expect("description");
+    assert!(description.contains("- `mapper`: Lists the modules"), "{description}");
+    // A run resolves the checks and the agents' tools before any model call.
+    let out = run_with_config(&TestRepo::new(), &config, vec![line("root", finish("no_tasks"))], &[]);
+    out.assert_code(0);
 }

@@ -288,7 +288,10 @@ async fn context_error_then_smaller_retry(api: Api) {
     // in both requests, and how large they are says nothing about the history policy.
     let conversation = |request: &Request| -> usize {
         let body = json_body(request);
-        let turns = body.get("contents").or_else(|| body.get("messages")).and_then(Value::as_array);
+        let turns = body
+            .get("contents")
+            .or_else(|| body.get("messages"))
+            .and_then(Value::as_array);
         turns
             .expect("a conversation")
             .iter()

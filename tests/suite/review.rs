@@ -2,13 +2,10 @@
 //! `create_pull_request` commits; a failing round is the call's result and nothing is pushed;
 //! after `--max-reviews` rounds the pull request opens with the unresolved findings in its body.
 
-use serde_json::{Value, json};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer};
-
 use super::support::conformance::{Api, assert_requests_conform};
-use super::support::model_api::{openai_stream, openai_usage};
+use super::support::model_api::openai_sequence;
 use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay};
+use serde_json::{Value, json};
 
 const TITLE: &str = "Add notes";
 
@@ -74,15 +71,7 @@ async fn a_failing_review_holds_the_push_back_and_the_fixed_change_passes() {
         verdict("pass", &[]),
         finish("completed"),
     ];
-    let server = MockServer::start().await;
-    for (index, content) in replies.iter().enumerate() {
-        Mock::given(method("POST"))
-            .respond_with(openai_stream(content, "stop", openai_usage(120, 30, 0)))
-            .up_to_n_times(1)
-            .with_priority(u8::try_from(index + 1).expect("few"))
-            .mount(&server)
-            .await;
-    }
+    let server = openai_sequence(&replies).await;
     let out = Upkeep::new()
         .with_review()
         .args(["run", "--json", "--provider", "openai", "--model", "gpt-4.1"])

@@ -253,6 +253,17 @@ impl Upkeep {
     }
 }
 
+/// Sends `signal` to a spawned upkeep and waits for it to end (on a blocking thread, so local
+/// servers keep serving meanwhile).
+pub async fn signal_and_wait(child: std::process::Child, signal: nix::sys::signal::Signal) -> std::process::Output {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    nix::sys::signal::kill(pid, signal).expect("signal sent");
+    tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("joined")
+        .expect("waited")
+}
+
 #[derive(Debug)]
 pub struct RunOutput {
     pub code: Option<i32>,
