@@ -8,61 +8,10 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, Request};
 
+use super::support::agents::{OperatorConfig, complete, delegate, line, of_agent, run, run_with_config};
 use super::support::conformance::{Api, assert_requests_conform};
 use super::support::model_api::{openai_sequence, openai_stream, openai_usage};
-use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay, signal_and_wait};
-
-/// A scripted reply that names the agent it is for, as a trace records it.
-fn line(agent: &str, content: String) -> Value {
-    json!({"type": "model_response", "agent": agent, "content": content})
-}
-
-fn delegate(agent: &str, task: &str) -> String {
-    reply(
-        "ask a sub-agent",
-        &[("delegate", json!({"agent": agent, "task": task}))],
-    )
-}
-
-fn complete(answer: Value) -> String {
-    reply("answer", &[("complete_task", json!({"answer": answer}))])
-}
-
-/// An operator config file in its own directory.
-struct OperatorConfig {
-    dir: tempfile::TempDir,
-}
-
-impl OperatorConfig {
-    fn new(text: &str) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("upkeep.toml"), text).expect("write config");
-        Self { dir }
-    }
-
-    fn path(&self) -> std::path::PathBuf {
-        self.dir.path().join("upkeep.toml")
-    }
-}
-
-fn run(repo: &TestRepo, lines: Vec<Value>, extra: &[&str]) -> RunOutput {
-    let script = Script::from_lines(lines.into_iter());
-    run_replay(Upkeep::new(), repo, &script, &[&["--task", "t"], extra].concat())
-}
-
-fn run_with_config(repo: &TestRepo, config: &OperatorConfig, lines: Vec<Value>, extra: &[&str]) -> RunOutput {
-    let path = config.path();
-    let path = path.to_str().expect("utf-8 path");
-    run(repo, lines, &[&["--config", path], extra].concat())
-}
-
-/// The events of one type emitted by one agent.
-fn of_agent(out: &RunOutput, kind: &str, agent: &str) -> Vec<Value> {
-    out.events_of(kind)
-        .into_iter()
-        .filter(|e| e["agent"] == agent)
-        .collect()
-}
+use super::support::{RunOutput, TestRepo, Upkeep, finish, reply, signal_and_wait};
 
 fn delegate_result(out: &RunOutput) -> Value {
     of_agent(out, "tool_result", "root")
@@ -418,40 +367,6 @@ fn a_budget_hit_inside_a_sub_agent_ends_it_and_the_caller_learns_why() {
     assert_eq!(finished["usage"]["input_tokens"], 48_000, "one budget for every level");
 }
 
-#[test]
-fn agents_and_checks_in_the_repositorys_file_are_a_usage_error() {
-    for (text, key) in [
-        (
-            "[[agents]]\nname = \"x\"\ndescription = \"d\"\ninstructions = \"i\"\ntools = [\"write_file\"]\n",
-            "`agents`",
-        ),
-        ("checks = [\"cargo_test\"]\n", "`checks`"),
-    ] {
-        let repo = TestRepo::with_files(&[("README.md", "x\n"), (".upkeep.toml", text)]);
-        let out = run(&repo, vec![line("root", finish("no_tasks"))], &[]);
-        out.assert_code(2);
-        assert!(
-            out.stderr.contains(key) && out.stderr.contains("operator-only"),
-            "{key}: {}",
-            out.stderr
-        );
-        assert!(
-            out.events_of("model_response").is_empty(),
-            "refused before any model call"
-        );
-    }
-}
-
-#[test]
-fn an_agent_naming_a_tool_the_run_does_not_have_is_a_usage_error() {
-    let config = OperatorConfig::new(
-        "[[agents]]\nname = \"x\"\ndescription = \"d\"\ninstructions = \"i\"\ntools = [\"no_such_tool\"]\n",
-    );
-    let out = run_with_config(&TestRepo::new(), &config, vec![line("root", finish("no_tasks"))], &[]);
-    out.assert_code(2);
-    assert!(out.stderr.contains("`no_such_tool`"), "{}", out.stderr);
-}
-
 /// An interrupt while a sub-agent waits for its model stops every level at once.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_interrupt_reaches_a_sub_agent_at_once() {
@@ -496,47 +411,4 @@ async fn an_interrupt_reaches_a_sub_agent_at_once() {
     );
     assert!(interrupted.elapsed() < Duration::from_secs(20), "stopped at once");
     assert_eq!(upkeep.leftover_temp_entries(), 0, "temporary clone removed");
-}
-
-/// The configuration docs/agents.md shows is what upkeep accepts, and `upkeep tools --config`
-/// (which the page tells readers to run) lists the declared agent with `delegate`.
-#[test]
-fn the_configuration_on_the_agents_page_is_accepted() {
-    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/agents.md")).expect("the page");
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for text in page.lines() {
-        match (&mut current, text) {
-            (None, "```toml") => current = Some(String::new()),
-            (Some(block), "```") => {
-                blocks.push(std::mem::take(block));
-                current = None;
-            }
-            (Some(block), text) => {
-                block.push_str(text);
-                block.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
-    assert_eq!(blocks.len(), 2, "the agent and the checks examples");
-    // Top-level keys first: `checks` then the tables.
-    let config = OperatorConfig::new(&format!("{}\n{}", blocks[1], blocks[0]));
-    let out = Upkeep::new()
-        .args(["tools", "--json", "--config"])
-        .args([config.path()])
-        .run();
-    out.assert_code(0);
-    let listing: Value = serde_json::from_str(&out.stdout).expect("JSON");
-    let delegate = listing["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .find(|tool| tool["name"] == "delegate")
-        .expect("delegate is offered");
-    let description = delegate["description"].as_str().expect("description");
-    assert!(description.contains("- `mapper`: Lists the modules"), "{description}");
-    // A run resolves the checks and the agents' tools before any model call.
-    let out = run_with_config(&TestRepo::new(), &config, vec![line("root", finish("no_tasks"))], &[]);
-    out.assert_code(0);
 }

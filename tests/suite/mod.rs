@@ -1,5 +1,6 @@
 mod actions;
 mod agents;
+mod agents_config;
 mod branches;
 mod budgets;
 mod command_line;

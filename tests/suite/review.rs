@@ -2,16 +2,13 @@
 //! `create_pull_request` commits; a failing round is the call's result and nothing is pushed;
 //! after `--max-reviews` rounds the pull request opens with the unresolved findings in its body.
 
+use super::support::agents::{OperatorConfig, line};
 use super::support::conformance::{Api, assert_requests_conform};
 use super::support::model_api::openai_sequence;
 use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay};
 use serde_json::{Value, json};
 
 const TITLE: &str = "Add notes";
-
-fn line(agent: &str, content: String) -> Value {
-    json!({"type": "model_response", "agent": agent, "content": content})
-}
 
 fn write_and_propose(path: &str, content: &str) -> String {
     reply(
@@ -152,17 +149,9 @@ async fn a_failing_review_holds_the_push_back_and_the_fixed_change_passes() {
     assert!((reviewer_cost - 0.000_096).abs() < 1e-12, "{reviewer_cost}");
 }
 
-fn operator_config(text: &str) -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("upkeep.toml");
-    std::fs::write(&path, text).expect("write");
-    let path = path.to_str().expect("utf-8").to_owned();
-    (dir, path)
-}
-
 #[test]
 fn a_failing_check_blocks_the_push_and_its_output_reaches_the_model() {
-    let (_dir, config) = operator_config(
+    let config = OperatorConfig::new(
         r#"
 checks = ["needs_fixed"]
 
@@ -179,7 +168,12 @@ args = ["-c", "test -f fixed.txt || { echo 'CHECK-OUTPUT: fixed.txt is missing';
         write_and_propose("fixed.txt", "fixed\n"),
         finish("completed"),
     ]);
-    let out = run_replay(Upkeep::new(), &repo, &script, &["--task", "t", "--config", &config]);
+    let out = run_replay(
+        Upkeep::new(),
+        &repo,
+        &script,
+        &["--task", "t", "--config", &config.arg()],
+    );
     out.assert_code(0);
     let checks: Vec<(String, bool)> = out
         .events_of("check")
@@ -254,7 +248,7 @@ fn after_max_reviews_the_pull_request_opens_with_the_unresolved_findings() {
 
 #[test]
 fn a_reviewer_without_a_verdict_does_not_hold_the_work_back() {
-    let (_dir, config) = operator_config(
+    let config = OperatorConfig::new(
         "[[agents]]\nname = \"reviewer\"\ndescription = \"Reviews\"\ninstructions = \"Review.\"\ntools = [\"read_file\"]\nmax_turns = 1\n",
     );
     let repo = TestRepo::new();
@@ -273,7 +267,7 @@ fn a_reviewer_without_a_verdict_does_not_hold_the_work_back() {
         Upkeep::new().with_review(),
         &repo,
         &script,
-        &["--task", "t", "--config", &config],
+        &["--task", "t", "--config", &config.arg()],
     );
     out.assert_code(0);
     assert_eq!(out.events_of("review")[0]["verdict"], "none");

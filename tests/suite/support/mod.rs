@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod conformance;
 pub mod git_http;
 pub mod model_api;
