@@ -205,7 +205,7 @@ impl Agent<'_> {
                 Err(error) => {
                     tracing::warn!("{} turn {turn}: unusable reply: {error}", exec.path());
                     // Keep the conversation valid JSON: the raw reply travels as a JSON string.
-                    history.push_reply(json!({"unusable_reply": completion.content}).to_string());
+                    history.push_reply(redactor.redact(&json!({"unusable_reply": completion.content}).to_string()));
                     history.push_note(
                         json!({"error": format!("Your reply could not be used: {error}"), "expected_shape": EXPECTED_SHAPE})
                             .to_string(),
@@ -213,7 +213,9 @@ impl Agent<'_> {
                     continue;
                 }
             };
-            history.push_reply(reply.to_json());
+            // The model's own reply goes back redacted too: a secret it wrote (into a file, a
+            // delegated task) never travels in a later request.
+            history.push_reply(redactor.redact(&reply.to_json()));
             if !reply.plan.trim().is_empty() {
                 self.emit(
                     &call,

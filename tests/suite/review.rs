@@ -277,3 +277,64 @@ fn a_reviewer_without_a_verdict_does_not_hold_the_work_back() {
         "{body}"
     );
 }
+
+/// A secret the model assembles in the change (two edits, neither holding it whole), or writes
+/// into a delegated task, reaches no prompt: the reviewer's diff and the explorer's task are
+/// redacted like every prompt, and so is the model's own reply when it goes back in the history.
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_never_reach_a_sub_agents_prompt() {
+    const TOKEN: &str = "ghp_upkeepSubAgentToken0123456789abcdef";
+    let (first, second) = TOKEN.split_at(20);
+    let repo = TestRepo::new();
+    let replies = [
+        reply(
+            "leak",
+            &[
+                (
+                    "write_file",
+                    json!({"path": "leak.txt", "content": format!("token {first}\n")}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "leak.txt", "old_text": "\n", "new_text": format!("{second}\n")}),
+                ),
+                (
+                    "delegate",
+                    json!({"agent": "explorer", "task": format!("is {TOKEN} valid?")}),
+                ),
+            ],
+        ),
+        reply("answer", &[("complete_task", json!({"answer": "cannot tell"}))]),
+        reply(
+            "propose",
+            &[("create_pull_request", json!({"title": TITLE, "body": "Adds notes."}))],
+        ),
+        verdict("pass", &[]),
+        reply("ask", &[("ask_question", json!({"question_text": "what now?"}))]),
+    ];
+    let server = openai_sequence(&replies).await;
+    let out = Upkeep::new()
+        .with_review()
+        .env("GITHUB_TOKEN", TOKEN)
+        .args(["run", "--json", "--provider", "openai", "--task", "t", "--base-url"])
+        .args([format!("{}/v1", server.uri()), "--repo".to_owned()])
+        .args([repo.path()])
+        .run_async()
+        .await;
+    out.assert_code(3);
+    let requests = server.received_requests().await.expect("recorded");
+    assert_eq!(requests.len(), 5, "{}", out.stderr);
+    let explorer = String::from_utf8_lossy(&requests[1].body);
+    let reviewer = String::from_utf8_lossy(&requests[3].body);
+    assert!(explorer.contains("is [REDACTED] valid?"), "{explorer}");
+    assert!(reviewer.contains("+token [REDACTED]"), "{reviewer}");
+    for (index, request) in requests.iter().enumerate() {
+        let body = String::from_utf8_lossy(&request.body);
+        assert!(!body.contains(TOKEN), "request {index}: {body}");
+    }
+    // And the commit after the review still refuses the secret.
+    let held = &results_of(&out, "create_pull_request")[0];
+    assert_eq!(held["ok"], false, "{}", out.stdout);
+    assert!(held["output"].as_str().expect("output").contains("secret"), "{held}");
+    assert!(repo.bot_branches().is_empty());
+}
