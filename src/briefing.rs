@@ -107,12 +107,13 @@ pub async fn brief(
     conversation: &CycleConversation,
     notice: &dyn Fn(&str),
 ) -> Result<Briefing, BriefingError> {
-    let registry = ToolRegistry::new(
+    let mut registry = ToolRegistry::new(
         &ToolSelection {
             dangerous: config.dangerous_tools,
         },
         declared_tools(config, settings)?,
     );
+    crate::agents::equip_main_agent(&mut registry, &config.agents);
     let specs = registry.specs();
     let reply_schema = reply_schema(&specs);
     let agent_instructions = crate::instructions::read(files, notice);

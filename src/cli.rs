@@ -174,6 +174,22 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_KEEP_CLONE")]
     pub keep_clone: Option<PathBuf>,
 
+    /// Deepest delegation: root is 0, so 1 lets the main agent delegate and its sub-agents not [default: 2]
+    #[arg(long, env = "UPKEEP_MAX_DEPTH", value_name = "N")]
+    pub max_depth: Option<u32>,
+
+    /// Review rounds before a pull request opens anyway, with the unresolved findings in its body [default: 2]
+    #[arg(long, env = "UPKEEP_MAX_REVIEWS", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_reviews: Option<u32>,
+
+    /// Do not ask the reviewer agent before a pull request is pushed (checks still run).
+    #[arg(long, env = "UPKEEP_NO_REVIEW")]
+    pub no_review: bool,
+
+    /// Model the reviewer uses (e.g. a cheaper one) [default: --model]
+    #[arg(long, env = "UPKEEP_REVIEW_MODEL", value_name = "MODEL")]
+    pub review_model: Option<String>,
+
     /// Print only errors and the final summary on stderr.
     #[arg(long, short, env = "UPKEEP_QUIET")]
     pub quiet: bool,

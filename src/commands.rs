@@ -173,12 +173,19 @@ pub async fn prompt(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
 /// structured-output schema are rendered from, declared command tools included. A declared tool
 /// that would not be offered is listed after them with how to offer it.
 pub fn tools(args: &ToolsArgs) -> ExitStatus {
-    let declared = match &args.config {
+    let (declared, agents) = match &args.config {
         Some(path) => match crate::config::FileConfig::load(path) {
-            Ok(file) => file.tools,
+            Ok(file) => (file.tools, file.agents),
             Err(error) => return usage_error(&error, "", None),
         },
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
+    };
+    let agents = match crate::agents::Catalogue::new(&agents) {
+        Ok(catalogue) => crate::agents::AgentSettings {
+            catalogue,
+            ..crate::agents::AgentSettings::default()
+        },
+        Err(error) => return usage_error(&error, "", None),
     };
     let mut extra: Vec<crate::tools::registry::ExtraTool> = Vec::new();
     for declaration in &declared {
@@ -190,12 +197,13 @@ pub fn tools(args: &ToolsArgs) -> ExitStatus {
             Err(error) => return usage_error(&error, "", None),
         }
     }
-    let registry = ToolRegistry::new(
+    let mut registry = ToolRegistry::new(
         &ToolSelection {
             dangerous: args.allow_dangerous_tools,
         },
         extra,
     );
+    crate::agents::equip_main_agent(&mut registry, &agents);
     let specs = registry.specs();
     let withheld: Vec<&str> = declared
         .iter()

@@ -73,6 +73,12 @@ pub struct FileConfig {
     /// The phrase that asks upkeep to act on a pull request comment; operator-only (it is
     /// needed before the repository is cloned).
     pub trigger_phrase: Option<String>,
+    /// Sub-agents the model may delegate to (`[[agents]]`); operator-only (DESIGN section 12).
+    #[serde(default)]
+    pub agents: Vec<crate::agents::AgentConfig>,
+    /// Declared command tools run before every push (`checks = ["cargo_test"]`); operator-only.
+    #[serde(default)]
+    pub checks: Vec<String>,
 }
 
 /// `[models."name"]` in the operator's config.
@@ -175,6 +181,9 @@ impl FileConfig {
             // refuses (or, with Ollama, reserve a huge context).
             ("models", !parsed.models.is_empty()),
             ("trigger_phrase", parsed.trigger_phrase.is_some()),
+            // Sub-agents and checks decide what runs with which tools and what gates a push.
+            ("agents", !parsed.agents.is_empty()),
+            ("checks", !parsed.checks.is_empty()),
         ];
         if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
             return Err(ConfigError(format!(
@@ -454,6 +463,9 @@ pub struct Config {
     pub overrides: FileConfig,
     /// The operator's `--config` file.
     pub operator: FileConfig,
+    /// Sub-agents, the reviewer and checks (`--max-depth`, `--max-reviews`, `--no-review`,
+    /// `--review-model`, `[[agents]]`, `checks`).
+    pub agents: crate::agents::AgentSettings,
 }
 
 /// Settings after the repository's `.upkeep.toml` is known.
@@ -697,6 +709,8 @@ impl Config {
             .context_window
             .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window));
 
+        let agents = crate::agents::AgentSettings::resolve(args, &operator)?;
+
         let defaults = Identity::default();
         Ok(Config {
             source,
@@ -764,6 +778,7 @@ impl Config {
                 ..FileConfig::default()
             },
             operator,
+            agents,
         })
     }
 

@@ -86,8 +86,26 @@ pub enum Event {
         files: Vec<String>,
         diff: String,
     },
+    /// The reviewer's verdict on a change before it is pushed (round 1, 2, ...). `opened_anyway`:
+    /// the last round failed and the pull request opens with the findings in its body.
+    Review {
+        verdict: String,
+        findings: Vec<String>,
+        round: u32,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        opened_anyway: bool,
+    },
+    /// An operator check (a declared command tool) run before a push.
+    Check {
+        tool: String,
+        ok: bool,
+    },
     CycleFinished {
         outcome: String,
+        /// Review findings (and failed checks) a pull request of the cycle opened with, after
+        /// `--max-reviews` rounds did not resolve them.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unresolved_findings: Vec<String>,
     },
     RunFinished {
         outcome: String,
@@ -127,6 +145,9 @@ struct Envelope<'a> {
     cycle: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     turn: Option<u32>,
+    /// The agent path (`root`, `root>explorer`) of events an agent emits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<&'a str>,
 }
 
 /// How much people see on stderr.
@@ -177,12 +198,23 @@ impl EventSink {
     }
 
     pub fn emit(&self, scope: Scope, event: Event) {
+        self.write(scope, None, event);
+    }
+
+    /// An event of the agent `agent` (its path, `root>explorer`): the event carries it, and
+    /// people see a sub-agent's lines indented under its name.
+    pub fn emit_as(&self, scope: Scope, agent: &str, event: Event) {
+        self.write(scope, Some(agent), event);
+    }
+
+    fn write(&self, scope: Scope, agent: Option<&str>, event: Event) {
         let envelope = Envelope {
             event: &event,
             run_id: &self.run_id,
             ts: jiff::Timestamp::now().to_string(),
             cycle: scope.cycle,
             turn: scope.turn,
+            agent,
         };
         let line = match serde_json::to_string(&envelope) {
             Ok(line) => self.redactor.redact(&line),
@@ -210,7 +242,7 @@ impl EventSink {
         };
         if shown {
             if let Some(text) = render_human(scope, &event) {
-                self.write_stderr(&text);
+                self.write_stderr(&under_agent(agent, &text));
             }
         }
     }
@@ -240,6 +272,27 @@ impl EventSink {
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     crate::text::marked(crate::text::prefix_chars(&flat, max), "…")
+}
+
+/// A sub-agent's lines, indented by its depth under its name (`  [explorer] → read_file a.rs`);
+/// the main agent's as they are.
+fn under_agent(agent: Option<&str>, text: &str) -> String {
+    let Some(agent) = agent else {
+        return text.to_owned();
+    };
+    let depth = agent.matches(crate::agents::context::PATH_SEPARATOR).count();
+    if depth == 0 {
+        return text.to_owned();
+    }
+    let name = agent
+        .rsplit(crate::agents::context::PATH_SEPARATOR)
+        .next()
+        .unwrap_or(agent);
+    let prefix = format!("{}[{name}] ", "  ".repeat(depth));
+    text.lines()
+        .map(|line| format!("{prefix}{line}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn render_human(scope: Scope, event: &Event) -> Option<String> {
@@ -275,7 +328,7 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
         Event::ModelResponse { .. } | Event::Context { .. } => return None,
         Event::Plan { plan } => format!("{turn}plan: {}", one_line(plan, 160)),
         Event::ToolCall { tool, arguments } => {
-            let detail = ["path", "title", "pattern", "command"]
+            let detail = ["path", "title", "pattern", "command", "agent"]
                 .iter()
                 .find_map(|key| arguments.get(*key).and_then(Value::as_str))
                 .map(|value| format!(" {}", one_line(value, 100)))
@@ -307,7 +360,35 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
         }
         // Said in full by the orchestrator, with the diff.
         Event::UnsavedChanges { .. } => return None,
-        Event::CycleFinished { outcome } => format!("── cycle {} finished: {outcome}", scope.cycle.unwrap_or(1)),
+        Event::Review {
+            verdict,
+            findings,
+            round,
+            opened_anyway,
+        } => {
+            let mut text = format!("{turn}review round {round}: {verdict}");
+            if *opened_anyway {
+                text.push_str(" (review rounds spent: the pull request opens with the findings in its body)");
+            }
+            for finding in findings {
+                text.push_str(&format!("\n  - {}", one_line(finding, 200)));
+            }
+            text
+        }
+        Event::Check { tool, ok } => format!("{turn}check {tool}: {}", if *ok { "passed" } else { "failed" }),
+        Event::CycleFinished {
+            outcome,
+            unresolved_findings,
+        } => {
+            let mut text = format!("── cycle {} finished: {outcome}", scope.cycle.unwrap_or(1));
+            if !unresolved_findings.is_empty() {
+                text.push_str(&format!(
+                    " (the pull request opened with {} unresolved review finding(s) listed in its body)",
+                    unresolved_findings.len()
+                ));
+            }
+            text
+        }
         Event::RunFinished {
             outcome,
             cycles,

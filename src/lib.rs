@@ -6,6 +6,7 @@
 
 pub mod actions;
 pub mod agent;
+pub mod agents;
 pub mod briefing;
 pub mod cli;
 pub mod commands;

@@ -264,6 +264,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             local: Some(local),
             ..ConversationState::default()
         },
+        unresolved_findings: Vec::new(),
     };
     let result = runner.run().await;
     runner.kept = None;
@@ -360,6 +361,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         question: None,
         kept: None,
         conversation: ConversationState::default(),
+        unresolved_findings: Vec::new(),
     };
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
     runner.check_pull_request(forge.as_ref()).await.map_err(fail)?;
@@ -408,6 +410,8 @@ struct Runner<'a> {
     commands: CommandSettings,
     /// What the conversation on the forge gives the run (see [`crate::conversation`]).
     conversation: ConversationState,
+    /// Review findings the last cycle's pull request opened with (section 12).
+    unresolved_findings: Vec<String>,
 }
 
 /// The run's part of the conversation: a local question to resume, the first cycle's clone
@@ -436,7 +440,9 @@ impl Runner<'_> {
         let provider = llm::build(&config.provider)?;
         crate::llm::tokens::preload(provider.name(), provider.model());
         let forge = build_forge(config)?;
-        let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
+        let commands_enabled =
+            config.dangerous_tools || !config.allow_tools.is_empty() || !config.agents.checks.is_empty();
+        let models = crate::agents::Models::build(config)?;
         let sandbox = if commands_enabled {
             Some(self.decide_sandbox().await?)
         } else {
@@ -487,7 +493,7 @@ impl Runner<'_> {
         loop {
             self.cycles += 1;
             let cycle = self.cycles;
-            let end = self.cycle(cycle, provider.as_ref(), forge.as_ref()).await;
+            let end = self.cycle(cycle, provider.as_ref(), &models, forge.as_ref()).await;
             let outcome = match &end {
                 Ok(end) => end.as_str(),
                 Err(RunError::Deadline) => RunEnd::Limit.as_str(),
@@ -500,6 +506,7 @@ impl Runner<'_> {
                 },
                 Event::CycleFinished {
                     outcome: outcome.into(),
+                    unresolved_findings: std::mem::take(&mut self.unresolved_findings),
                 },
             );
             let end = end.map_err(|error| match error {
@@ -717,7 +724,13 @@ impl Runner<'_> {
         }
     }
 
-    async fn cycle(&mut self, cycle: u32, provider: &dyn Provider, forge: &dyn Forge) -> Result<RunEnd, RunError> {
+    async fn cycle(
+        &mut self,
+        cycle: u32,
+        provider: &dyn Provider,
+        models: &crate::agents::Models,
+        forge: &dyn Forge,
+    ) -> Result<RunEnd, RunError> {
         let config = self.config;
         let (workspace, settings, reusable) = match self.conversation.first.take() {
             Some(first) => first,
@@ -785,7 +798,15 @@ impl Runner<'_> {
             task_key: task_key.as_deref(),
             continued: briefing.continued.as_ref(),
             closed_branches: &briefing.closed_branches,
+            agents: None,
         };
+        let team = crate::agents::Team::new(crate::agents::team::TeamParts {
+            config,
+            settings: &settings,
+            registry: &briefing.registry,
+            provider,
+            models,
+        })?;
         let agent = Agent {
             provider,
             registry: &briefing.registry,
@@ -795,6 +816,7 @@ impl Runner<'_> {
             cycle,
             context_window: crate::llm::window::window_for(&config.provider, provider.model()),
             masking: !config.full_history,
+            team: Some(&team),
         };
         let opened_before = self.pull_requests.len();
         let outcome = agent
@@ -813,6 +835,7 @@ impl Runner<'_> {
             self.report_unsaved(cycle, &workspace).await;
         }
         self.keep_clone(cycle, &workspace).await;
+        self.unresolved_findings = team.unresolved_findings();
         let outcome = outcome?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
         // The answered question reached a cycle that ended: it is settled (a budget keeps it for

@@ -209,6 +209,9 @@ async fn run(api: Api, repository: &Path, script: Vec<String>, extra: &[&str], w
             "none",
             "--max-turns",
             "80",
+            // The workload measures the main agent's history; the reviewer's calls before the
+            // push (docs/agents.md) are not part of it.
+            "--no-review",
             "--provider",
             provider,
         ])

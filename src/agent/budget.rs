@@ -107,9 +107,20 @@ impl Budget {
         self.limits.timeout.map(Limit::Timeout)
     }
 
+    /// The price of the run's model.
+    pub fn price(&self) -> Option<Price> {
+        self.price
+    }
+
     /// Whether a call whose request is estimated at `request_tokens` fits in what is left. The
     /// estimate prices every input token at the full input rate: the cache may not hit.
     pub fn check_before_call(&self, request_tokens: u64) -> Result<(), Limit> {
+        self.check_before_call_at(request_tokens, self.price)
+    }
+
+    /// [`Budget::check_before_call`] for a call to a model priced at `price` (a sub-agent's
+    /// cheaper model).
+    pub fn check_before_call_at(&self, request_tokens: u64, price: Option<Price>) -> Result<(), Limit> {
         if let Some(timeout) = self.limits.timeout {
             if self.started.elapsed() >= timeout {
                 return Err(Limit::Timeout(timeout));
@@ -130,7 +141,7 @@ impl Budget {
             }
         }
         if let Some(limit) = self.limits.max_cost {
-            let next_estimate = pricing::cost(self.price, next);
+            let next_estimate = pricing::cost(price, next);
             if self.cost_usd + next_estimate > limit {
                 return Err(Limit::Cost {
                     limit,
@@ -144,7 +155,12 @@ impl Budget {
 
     /// Adds a call's real usage; returns the call's cost.
     pub fn record(&mut self, usage: Usage) -> f64 {
-        let cost = pricing::cost(self.price, usage);
+        self.record_at(usage, self.price)
+    }
+
+    /// [`Budget::record`] for a call to a model priced at `price`.
+    pub fn record_at(&mut self, usage: Usage, price: Option<Price>) -> f64 {
+        let cost = pricing::cost(price, usage);
         self.usage += usage;
         self.cost_usd += cost;
         self.turns += 1;

@@ -6,14 +6,20 @@
 //! invalid reply is answered with the parse error and the expected shape and counts as a turn;
 //! the history sent back is always valid JSON; a call to a tool that is not enabled is
 //! rejected, never executed.
+//!
+//! The same loop runs sub-agents ([`Agent::run`], started by [`crate::agents`]): each level has
+//! its own provider, tools and turn limit, and shares the run's budget ([`Spend`]), event sink
+//! and cancellation token; every event it emits names its agent path.
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::agents::{ExecContext, Spend};
 use crate::events::{Event, EventSink, Scope};
 use crate::forge::PullRequest;
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{CacheHints, Completion, CompletionRequest, Provider, ProviderError, StopReason};
+use crate::tools::delegate::SubAgents;
 use crate::tools::{CycleEnd, FinishStatus, Lookup, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 pub mod budget;
@@ -32,6 +38,15 @@ use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};
 pub enum CycleOutcome {
     Finished { status: FinishStatus, summary: String },
     Question { question: String, issue: Option<u64> },
+    Limit(Limit),
+}
+
+/// How an agent's turns ended: the main agent's with `finish` or `ask_question`, a
+/// sub-agent's with `complete_task`, either with a budget.
+#[derive(Debug)]
+pub enum AgentEnd {
+    Cycle(CycleEnd),
+    Answer(Value),
     Limit(Limit),
 }
 
@@ -59,6 +74,8 @@ pub struct Agent<'a> {
     pub context_window: u64,
     /// `false` only for the `--full-history` benchmark knob.
     pub masking: bool,
+    /// The cycle's sub-agents, reviewer and checks; `None` runs without them.
+    pub team: Option<&'a crate::agents::Team<'a>>,
 }
 
 /// Result of one call, as it goes back to the model.
@@ -70,6 +87,14 @@ fn result_entry(call: &protocol::ToolCall, ok: bool, output: String) -> ToolResu
         skipped: false,
         output,
     }
+}
+
+/// The turn being worked: who works it and what it spends.
+#[derive(Clone, Copy)]
+struct Call<'c, 'b> {
+    exec: &'c ExecContext,
+    spend: &'c Spend<'b>,
+    turn: u32,
 }
 
 /// What a model call came to, for the turn loop.
@@ -86,7 +111,8 @@ impl Agent<'_> {
         }
     }
 
-    /// Runs turns until the cycle ends. `ctx` is rebuilt per call only for `cycle_branch`.
+    /// Runs the main agent's turns until the cycle ends. `ctx` is rebuilt per call only for
+    /// `cycle_branch` and the agent's sub-agents.
     pub async fn run_cycle(
         &self,
         system: &str,
@@ -96,6 +122,39 @@ impl Agent<'_> {
         budget: &mut Budget,
         opened: &mut Vec<PullRequest>,
     ) -> Result<CycleOutcome, CycleError> {
+        let spend = Spend::new(budget);
+        let exec = ExecContext::root(self.events.run_id());
+        let end = self
+            .run(&exec, &spend, system, first_message, reply_schema, ctx, opened)
+            .await?;
+        Ok(match end {
+            AgentEnd::Cycle(CycleEnd::Finish { status, summary }) => CycleOutcome::Finished { status, summary },
+            AgentEnd::Cycle(CycleEnd::Question { question, issue }) => CycleOutcome::Question { question, issue },
+            AgentEnd::Limit(limit) => CycleOutcome::Limit(limit),
+            AgentEnd::Answer(_) => {
+                return Err(CycleError::Fatal(anyhow::anyhow!(
+                    "the main agent ended with complete_task, which only sub-agents hold"
+                )));
+            }
+        })
+    }
+
+    /// Runs turns as the agent `exec` names, spending from `spend`, until a call ends them
+    /// (`finish`, `ask_question`, `complete_task`) or a limit does (`max_turns`, a budget).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one turn loop for every level; each argument is its own concern"
+    )]
+    pub async fn run(
+        &self,
+        exec: &ExecContext,
+        spend: &Spend<'_>,
+        system: &str,
+        first_message: String,
+        reply_schema: &Value,
+        ctx: &ToolContext<'_>,
+        opened: &mut Vec<PullRequest>,
+    ) -> Result<AgentEnd, CycleError> {
         let redactor = self.events.redactor();
         let system = redactor.redact(system);
         let counter = TokenCounter::for_model(self.provider.name(), self.provider.model()).await;
@@ -107,23 +166,24 @@ impl Agent<'_> {
             reply_schema,
             redactor.redact(&first_message),
         );
-        // One key per cycle: the cycle's requests share their prefix, so they share a cache.
-        let cache_key = format!("upkeep-{}-{}", self.events.run_id(), self.cycle);
+        // One key per cycle and agent: its requests share their prefix, so they share a cache.
+        let cache_key = match exec.depth() {
+            0 => format!("upkeep-{}-{}", self.events.run_id(), self.cycle),
+            _ => format!("upkeep-{}-{}-{}", self.events.run_id(), self.cycle, exec.path()),
+        };
         // Pull requests this cycle opened or updated; `opened` keeps them for the run summary
         // whichever way the cycle ends (a question or a budget after a pull request included).
         let first_of_cycle = opened.len();
         let mut turn = 0;
         loop {
             if turn >= self.max_turns {
-                return Ok(CycleOutcome::Limit(Limit::Turns(self.max_turns)));
+                return Ok(AgentEnd::Limit(Limit::Turns(self.max_turns)));
             }
             turn += 1;
-            let completion = match self
-                .ask(&system, reply_schema, &cache_key, &mut history, budget, turn)
-                .await?
-            {
+            let call = Call { exec, spend, turn };
+            let completion = match self.ask(&call, &system, reply_schema, &cache_key, &mut history).await? {
                 Answer::Reply(completion) => completion,
-                Answer::Limit(limit) => return Ok(CycleOutcome::Limit(limit)),
+                Answer::Limit(limit) => return Ok(AgentEnd::Limit(limit)),
             };
             match completion.stop {
                 StopReason::Refusal(reason) => return Err(CycleError::Refused(reason)),
@@ -143,9 +203,9 @@ impl Agent<'_> {
             let reply = match parse_reply(&completion.content) {
                 Ok(reply) => reply,
                 Err(error) => {
-                    tracing::warn!("turn {turn}: unusable reply: {error}");
+                    tracing::warn!("{} turn {turn}: unusable reply: {error}", exec.path());
                     // Keep the conversation valid JSON: the raw reply travels as a JSON string.
-                    history.push_reply(json!({"unusable_reply": completion.content}).to_string());
+                    history.push_reply(redactor.redact(&json!({"unusable_reply": completion.content}).to_string()));
                     history.push_note(
                         json!({"error": format!("Your reply could not be used: {error}"), "expected_shape": EXPECTED_SHAPE})
                             .to_string(),
@@ -153,23 +213,35 @@ impl Agent<'_> {
                     continue;
                 }
             };
-            history.push_reply(reply.to_json());
+            // The model's own reply goes back redacted too: a secret it wrote (into a file, a
+            // delegated task) never travels in a later request.
+            history.push_reply(redactor.redact(&reply.to_json()));
             if !reply.plan.trim().is_empty() {
-                self.events.emit(
-                    self.scope(turn),
+                self.emit(
+                    &call,
                     Event::Plan {
                         plan: reply.plan.clone(),
                     },
                 );
             }
-            let (results, end) = self.run_batch(&reply, ctx, turn, opened, first_of_cycle).await?;
+            let (results, end) = self.run_batch(&call, &reply, ctx, opened, first_of_cycle).await?;
             if let Some(end) = end {
-                return Ok(match end {
-                    CycleEnd::Finish { status, summary } => CycleOutcome::Finished { status, summary },
-                    CycleEnd::Question { question, issue } => CycleOutcome::Question { question, issue },
-                });
+                return Ok(end);
             }
             history.push_results(results);
+        }
+    }
+
+    /// An event of this agent's turn, naming the agent.
+    fn emit(&self, call: &Call<'_, '_>, event: Event) {
+        self.events.emit_as(self.scope(call.turn), call.exec.path(), event);
+    }
+
+    /// The price of this agent's model: its own where the cycle's prices name it.
+    fn price(&self, spend: &Spend<'_>) -> Option<crate::config::Price> {
+        match self.team {
+            Some(team) => team.price_of(self.provider.model()),
+            None => spend.default_price(),
         }
     }
 
@@ -177,13 +249,14 @@ impl Agent<'_> {
     /// a context-length error by masking harder and asking once more.
     async fn ask(
         &self,
+        call: &Call<'_, '_>,
         system: &str,
         reply_schema: &Value,
         cache_key: &str,
         history: &mut History,
-        budget: &mut Budget,
-        turn: u32,
     ) -> Result<Answer, CycleError> {
+        let Call { spend, turn, .. } = *call;
+        let price = self.price(spend);
         let mut retried_smaller = false;
         loop {
             let prepared = match history.prepare() {
@@ -195,18 +268,19 @@ impl Agent<'_> {
                     }));
                 }
             };
-            if let Err(limit) = budget.check_before_call(prepared.estimated_tokens) {
+            if let Err(limit) = spend.check_before_call(prepared.estimated_tokens, price) {
                 return Ok(Answer::Limit(limit));
             }
-            self.events.emit(
-                self.scope(turn),
+            self.emit(
+                call,
                 Event::Context {
                     estimated_tokens: prepared.estimated_tokens,
                     window: history.window(),
                     masked_results: prepared.masked_results,
                 },
             );
-            let spinner = self.events.waiting(turn, budget.usage, budget.cost_usd);
+            let (usage, cost_usd) = spend.spent();
+            let spinner = self.events.waiting(turn, usage, cost_usd);
             let progress = |bytes: u64| {
                 if let Some(spinner) = &spinner {
                     spinner.received(bytes);
@@ -221,12 +295,13 @@ impl Agent<'_> {
                     breakpoints: &prepared.breakpoints,
                 },
                 progress: Some(&progress),
+                origin: Some(call.exec),
             };
-            let deadline = budget.deadline();
+            let deadline = spend.deadline();
             let result = tokio::select! {
                 () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
                 () = sleep_until(deadline) => {
-                    return Ok(Answer::Limit(budget.timeout_limit().unwrap_or(Limit::Turns(turn))));
+                    return Ok(Answer::Limit(spend.timeout_limit().unwrap_or(Limit::Turns(turn))));
                 }
                 result = self.provider.complete(request) => result,
             };
@@ -251,9 +326,9 @@ impl Agent<'_> {
                 }
                 Err(error) => return Err(error.into()),
             };
-            let cost = budget.record(completion.usage);
-            self.events.emit(
-                self.scope(turn),
+            let cost = spend.record(completion.usage, price);
+            self.emit(
+                call,
                 Event::ModelResponse {
                     content: completion.content.clone(),
                     usage: completion.usage,
@@ -266,14 +341,19 @@ impl Agent<'_> {
 
     async fn run_batch(
         &self,
+        call_of: &Call<'_, '_>,
         reply: &ModelReply,
         ctx: &ToolContext<'_>,
-        turn: u32,
         opened: &mut Vec<PullRequest>,
         first_of_cycle: usize,
-    ) -> Result<(Vec<ToolResult>, Option<CycleEnd>), CycleError> {
+    ) -> Result<(Vec<ToolResult>, Option<AgentEnd>), CycleError> {
         let redactor = self.events.redactor();
-        let scope = self.scope(turn);
+        let emit = |event: Event| self.emit(call_of, event);
+        // What this agent's tools get: its context, sub-agents, and the gate before a push.
+        let sub_agents = self
+            .team
+            .map(|team| team.level(self, call_of.exec, call_of.spend, call_of.turn));
+        let sub_agents = sub_agents.as_ref().map(|level| level as &dyn SubAgents);
         let mut results = Vec::with_capacity(reply.tool_calls.len());
         let mut stopped: Option<&'static str> = None;
         let mut end = None;
@@ -286,36 +366,27 @@ impl Agent<'_> {
                 });
                 continue;
             }
-            self.events.emit(
-                scope,
-                Event::ToolCall {
-                    tool: name.to_owned(),
-                    arguments: Value::Object(call.arguments.clone()),
-                },
-            );
+            emit(Event::ToolCall {
+                tool: name.to_owned(),
+                arguments: Value::Object(call.arguments.clone()),
+            });
             let tool = match self.registry.lookup(name) {
                 Lookup::Found(tool) => tool,
                 Lookup::Rejected(reason) => {
-                    self.events.emit(
-                        scope,
-                        Event::ToolRejected {
-                            tool: name.to_owned(),
-                            reason: reason.clone(),
-                        },
-                    );
+                    emit(Event::ToolRejected {
+                        tool: name.to_owned(),
+                        reason: reason.clone(),
+                    });
                     results.push(result_entry(call, false, reason));
                     stopped = Some("skipped: not run because an earlier call in this reply failed");
                     continue;
                 }
                 Lookup::Unknown(message) => {
-                    self.events.emit(
-                        scope,
-                        Event::ToolResult {
-                            tool: name.to_owned(),
-                            ok: false,
-                            output: message.clone(),
-                        },
-                    );
+                    emit(Event::ToolResult {
+                        tool: name.to_owned(),
+                        ok: false,
+                        output: message.clone(),
+                    });
                     results.push(result_entry(call, false, message));
                     stopped = Some("skipped: not run because an earlier call in this reply failed");
                     continue;
@@ -324,6 +395,7 @@ impl Agent<'_> {
             let branch = opened[first_of_cycle..].last().map(|pr| pr.branch.clone());
             let call_ctx = ToolContext {
                 cycle_branch: branch.as_deref(),
+                agents: sub_agents,
                 ..*ctx
             };
             let outcome = tokio::select! {
@@ -333,16 +405,13 @@ impl Agent<'_> {
             let (ok, output) = match outcome {
                 Ok(ToolOutput::Text(text)) => (true, redactor.redact(&text)),
                 Ok(ToolOutput::PullRequest(pull_request)) => {
-                    self.events.emit(
-                        scope,
-                        Event::PullRequest {
-                            url: pull_request.url.clone(),
-                            number: pull_request.number,
-                            branch: pull_request.branch.clone(),
-                            title: pull_request.title.clone(),
-                            updated: pull_request.updated,
-                        },
-                    );
+                    emit(Event::PullRequest {
+                        url: pull_request.url.clone(),
+                        number: pull_request.number,
+                        branch: pull_request.branch.clone(),
+                        title: pull_request.title.clone(),
+                        updated: pull_request.updated,
+                    });
                     if let Some(preview) = &pull_request.preview {
                         self.events.say(preview);
                     }
@@ -358,23 +427,27 @@ impl Agent<'_> {
                 }
                 Ok(ToolOutput::EndCycle(cycle_end)) => {
                     stopped = Some("skipped: not run because the cycle ended");
-                    end = Some(cycle_end);
+                    end = Some(AgentEnd::Cycle(cycle_end));
                     (true, "the cycle ends here".to_owned())
+                }
+                Ok(ToolOutput::Completed(answer)) => {
+                    stopped = Some("skipped: not run because the task was completed");
+                    end = Some(AgentEnd::Answer(answer));
+                    (true, "the task is complete; the answer goes to the caller".to_owned())
                 }
                 Err(ToolError::RespondToModel(message)) => {
                     stopped = Some("skipped: not run because an earlier call in this reply failed");
                     (false, redactor.redact(&message))
                 }
+                // A sub-agent's work cut short by the interrupt is the interrupt, not a failure.
+                Err(ToolError::Fatal(_)) if self.cancel.is_cancelled() => return Err(CycleError::Interrupted),
                 Err(ToolError::Fatal(error)) => return Err(CycleError::Fatal(error.context(format!("tool {name}")))),
             };
-            self.events.emit(
-                scope,
-                Event::ToolResult {
-                    tool: name.to_owned(),
-                    ok,
-                    output: output.clone(),
-                },
-            );
+            emit(Event::ToolResult {
+                tool: name.to_owned(),
+                ok,
+                output: output.clone(),
+            });
             results.push(result_entry(call, ok, output));
         }
         Ok((results, end))

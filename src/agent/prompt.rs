@@ -306,21 +306,11 @@ mod tests {
         .render();
         assert!(prompt.contains("{{file_tree}}"), "left literal: {prompt}");
         assert!(prompt.contains("{{open_pull_requests}}"), "left literal: {prompt}");
-        // Headings outside code fences, as a Markdown reader sees them.
-        let mut fence: Option<usize> = None;
-        let mut headings = Vec::new();
-        for line in prompt.lines() {
-            let ticks = line.len() - line.trim_start_matches('`').len();
-            match fence {
-                Some(open) if ticks >= open && line.trim_start_matches('`').trim().is_empty() => fence = None,
-                Some(_) => {}
-                None if ticks >= 3 => fence = Some(ticks),
-                None if line.starts_with("# ") => headings.push(line),
-                None => {}
-            }
-        }
         assert_eq!(
-            headings,
+            super::super::template::headings_outside_fences(&prompt)
+                .into_iter()
+                .filter(|heading| heading.starts_with("# "))
+                .collect::<Vec<_>>(),
             [
                 "# Choose your task",
                 "# Your open pull requests",

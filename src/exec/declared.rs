@@ -27,6 +27,8 @@ const RESERVED: &[&str] = &[
     "ask_question",
     "finish",
     "run_shell_command",
+    "delegate",
+    "complete_task",
 ];
 
 /// A call's arguments that do not fit the declaration; the message is for the model.

@@ -67,6 +67,9 @@ pub struct CompletionRequest<'a> {
     pub cache: CacheHints<'a>,
     /// Told the bytes of reply text received so far, as the reply streams in (for progress).
     pub progress: Option<&'a (dyn Fn(u64) + Send + Sync)>,
+    /// Who asks: the run's trace id, the depth and the agent path (`root>explorer`). The replay
+    /// provider serves each agent its own scripted replies by the path.
+    pub origin: Option<&'a crate::agents::ExecContext>,
 }
 
 impl std::fmt::Debug for CompletionRequest<'_> {
@@ -75,6 +78,7 @@ impl std::fmt::Debug for CompletionRequest<'_> {
             .field("system_bytes", &self.system.len())
             .field("messages", &self.messages.len())
             .field("cache", &self.cache)
+            .field("origin", &self.origin.map(crate::agents::ExecContext::path))
             .finish_non_exhaustive()
     }
 }
@@ -88,6 +92,7 @@ impl<'a> CompletionRequest<'a> {
             reply_schema,
             cache: CacheHints::default(),
             progress: None,
+            origin: None,
         }
     }
 }
@@ -185,9 +190,11 @@ pub enum ProviderError {
     /// The API answered 2xx with a body we cannot read.
     #[error("{provider}: malformed response: {message}")]
     MalformedResponse { provider: &'static str, message: String },
-    /// The replay script has no more replies.
-    #[error("replay script exhausted: all {served} scripted replies were used and the model was asked again")]
-    ReplayExhausted { served: usize },
+    /// The replay script has no more replies (for the agent that asked).
+    #[error(
+        "replay script exhausted: all {served} scripted replies{for_agent} were used and the model was asked again"
+    )]
+    ReplayExhausted { served: usize, for_agent: String },
     /// A configuration problem found only when the provider was used.
     #[error("{provider}: {message}")]
     Config { provider: &'static str, message: String },

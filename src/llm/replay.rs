@@ -3,6 +3,12 @@
 //! Every line whose `type` is absent or `"model_response"` and that has a `content` string is
 //! one reply; other lines are skipped, so a `--trace` file replays the run it recorded (with
 //! the recorded token usage, when present). Running out of replies is an error (exit 1).
+//!
+//! Sub-agents (DESIGN section 12): the replies are in the order the agents asked for them. A
+//! line may name its agent (`"agent": "root>explorer"`, as every `model_response` of a trace
+//! does); a request is served the first unserved line that names its agent path or names none.
+//! So a hand-written script in asking order works as it is, and a trace serves each agent its
+//! own replies in the order they were recorded.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -13,9 +19,19 @@ use serde_json::Value;
 use super::{Completion, CompletionRequest, Provider, ProviderError, StopReason, Usage};
 use crate::config::ConfigError;
 
+/// One scripted reply.
+#[derive(Debug)]
+struct Scripted {
+    /// The agent path the line names, if it names one.
+    agent: Option<String>,
+    content: String,
+    usage: Usage,
+}
+
 pub struct Replay {
-    replies: Vec<(String, Usage)>,
-    next: Mutex<usize>,
+    replies: Vec<Scripted>,
+    /// Which replies were served.
+    served: Mutex<Vec<bool>>,
 }
 
 impl Replay {
@@ -40,15 +56,20 @@ impl Replay {
                     .get("usage")
                     .and_then(|usage| serde_json::from_value(usage.clone()).ok())
                     .unwrap_or_default();
-                replies.push((content.to_owned(), usage));
+                let agent = value.get("agent").and_then(Value::as_str).map(str::to_owned);
+                replies.push(Scripted {
+                    agent,
+                    content: content.to_owned(),
+                    usage,
+                });
             }
         }
         if replies.is_empty() {
             return Err("no model replies in it (lines with a `content` string)".into());
         }
         Ok(Self {
+            served: Mutex::new(vec![false; replies.len()]),
             replies,
-            next: Mutex::new(0),
         })
     }
 }
@@ -63,20 +84,29 @@ impl Provider for Replay {
         "replay"
     }
 
-    async fn complete(&self, _request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        let mut next = self.next.lock().map_err(|_| ProviderError::Config {
+    async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
+        let agent = request.origin.map(crate::agents::ExecContext::path);
+        let mut served = self.served.lock().map_err(|_| ProviderError::Config {
             provider: "replay",
             message: "replay state poisoned".into(),
         })?;
-        let Some((content, usage)) = self.replies.get(*next) else {
+        let fits = |reply: &Scripted| match (&reply.agent, agent) {
+            (None, _) => true,
+            (Some(named), Some(asking)) => named == asking,
+            (Some(named), None) => named == crate::agents::context::ROOT,
+        };
+        let Some(index) = (0..self.replies.len()).find(|&index| !served[index] && fits(&self.replies[index])) else {
+            let for_agent = agent.map(|path| format!(" for agent {path}")).unwrap_or_default();
             return Err(ProviderError::ReplayExhausted {
-                served: self.replies.len(),
+                served: served.iter().filter(|&&done| done).count(),
+                for_agent,
             });
         };
-        *next += 1;
+        served[index] = true;
+        let reply = &self.replies[index];
         Ok(Completion {
-            content: content.clone(),
-            usage: *usage,
+            content: reply.content.clone(),
+            usage: reply.usage,
             stop: StopReason::Complete,
         })
     }
@@ -96,7 +126,7 @@ mod tests {
         let replay = Replay::parse(script).expect("parses");
         assert_eq!(replay.replies.len(), 2);
         assert_eq!(
-            replay.replies[0].1,
+            replay.replies[0].usage,
             Usage {
                 input_tokens: 3,
                 output_tokens: 4,
@@ -104,5 +134,35 @@ mod tests {
             }
         );
         assert!(Replay::parse("not json").is_err());
+    }
+
+    async fn ask(replay: &Replay, agent: &crate::agents::ExecContext) -> Result<String, ProviderError> {
+        let schema = serde_json::json!({});
+        let request = CompletionRequest {
+            origin: Some(agent),
+            ..CompletionRequest::new("", &[], &schema)
+        };
+        replay.complete(request).await.map(|completion| completion.content)
+    }
+
+    #[tokio::test]
+    async fn each_agent_is_served_its_own_lines_in_order_and_unnamed_lines_in_asking_order() {
+        let script = r#"{"type":"model_response","agent":"root","content":"root 1"}
+{"type":"model_response","agent":"root>explorer","content":"explorer 1"}
+{"type":"model_response","agent":"root>explorer","content":"explorer 2"}
+{"content":"anyone"}
+{"type":"model_response","agent":"root","content":"root 2"}
+"#;
+        let replay = Replay::parse(script).expect("parses");
+        let root = crate::agents::ExecContext::root("run");
+        let explorer = root.child("explorer");
+        assert_eq!(ask(&replay, &root).await.expect("served"), "root 1");
+        // The root asks again before the explorer's lines are used: it gets the unnamed line.
+        assert_eq!(ask(&replay, &root).await.expect("served"), "anyone");
+        assert_eq!(ask(&replay, &explorer).await.expect("served"), "explorer 1");
+        assert_eq!(ask(&replay, &root).await.expect("served"), "root 2");
+        assert_eq!(ask(&replay, &explorer).await.expect("served"), "explorer 2");
+        let error = ask(&replay, &explorer).await.expect_err("exhausted").to_string();
+        assert!(error.contains("for agent root>explorer"), "{error}");
     }
 }

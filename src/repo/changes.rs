@@ -60,6 +60,15 @@ impl Workspace {
         }
     }
 
+    /// The whole change a pull request would carry now, for review before it is pushed: the
+    /// base commit to the work tree as `git diff` prints it, with new files (ignored files left
+    /// out, as a commit would take them).
+    pub async fn proposed_diff(&self) -> Result<String, WorkspaceError> {
+        let base = self.inner.base_commit;
+        self.run_blocking(move |workspace| Ok(workspace.changes_since(base)?.diff))
+            .await
+    }
+
     /// What the work tree holds beyond the saved point: untracked files included, ignored files
     /// left out (as a commit would take them).
     pub fn unsaved_blocking(&self) -> Result<UnsavedChanges, WorkspaceError> {
@@ -69,8 +78,13 @@ impl Workspace {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .unwrap_or(self.inner.base_commit);
+        self.changes_since(saved)
+    }
+
+    /// The work tree's changes against `commit`.
+    fn changes_since(&self, commit: git2::Oid) -> Result<UnsavedChanges, WorkspaceError> {
         let repo = self.open()?;
-        let tree = repo.find_commit(saved)?.tree()?;
+        let tree = repo.find_commit(commit)?.tree()?;
         let mut options = git2::DiffOptions::new();
         options
             .include_untracked(true)

@@ -2,6 +2,11 @@
 //! pull request. Branch names: `upkeep/<issue>-<slug>` when working an issue, else
 //! `upkeep/<slug-of-title>`. A second call in the same cycle updates the same branch and pull
 //! request rather than opening another.
+//!
+//! Before anything is committed, the change passes the gate of the calling agent's
+//! [`SubAgents`](super::delegate::SubAgents): the operator's checks and the reviewer. A round
+//! that fails is this call's error (nothing committed, the change left in the clone); after the
+//! last round the pull request opens with the unresolved findings appended to its body.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -53,6 +58,17 @@ impl Tool for CreatePullRequest {
         // An issue is its own identity; a task without one is recognised by its key.
         let task_key = ctx.task_key.filter(|_| issue.is_none()).map(str::to_owned);
         let workspace = ctx.workspace;
+        let approval = match ctx.agents {
+            Some(agents) => {
+                let proposal = super::delegate::Proposal {
+                    title: &title,
+                    body: &body,
+                    issue,
+                };
+                agents.approve_pull_request(&proposal, ctx).await?
+            }
+            None => super::delegate::Approval::Approved,
+        };
 
         let on_bot_branch = workspace.current_branch().await.map_err(fatal)? == branch;
         let message = format!("{title}\n\n{}", crate::forge::body_with_issue(&body, issue));
@@ -71,6 +87,14 @@ impl Tool for CreatePullRequest {
                 )));
             }
             Err(error) => return Err(fatal(error)),
+        };
+        // The findings go into the pull request's body, where reviewers read them; the commit
+        // message keeps the description alone.
+        let body = match approval {
+            super::delegate::Approval::Approved => body,
+            super::delegate::Approval::OpenWithFindings { section } => {
+                format!("{}\n\n{}", body.trim_end(), ctx.redactor.redact(&section))
+            }
         };
         let draft = PullRequestDraft {
             branch,

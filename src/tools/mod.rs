@@ -17,8 +17,10 @@ use crate::repo::Workspace;
 pub mod args;
 pub mod ask_question;
 pub mod branch;
+pub mod complete_task;
 pub mod create_pull_request;
 pub mod declared;
+pub mod delegate;
 pub mod edit_file;
 pub mod finish;
 pub mod line_endings;
@@ -56,6 +58,9 @@ pub enum ToolOutput {
     PullRequest(PullRequest),
     /// The cycle is over; the rest of the batch is skipped.
     EndCycle(CycleEnd),
+    /// A sub-agent's `complete_task`: its answer; the sub-agent is done and the rest of the
+    /// batch is skipped.
+    Completed(Value),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,6 +107,9 @@ pub struct ToolContext<'a> {
     pub continued: Option<&'a crate::forge::ContinuedPullRequest>,
     /// Branches of bot pull requests closed without merging: proposing one again is refused.
     pub closed_branches: &'a [String],
+    /// The calling agent's execution context and sub-agents (`delegate`, the reviewer and checks
+    /// before a push); set by the turn loop for every call, `None` where there are none.
+    pub agents: Option<&'a dyn delegate::SubAgents>,
 }
 
 #[async_trait]

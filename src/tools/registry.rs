@@ -4,6 +4,8 @@
 //! absent from the prompt and from every schema sent to a provider. A call to one anyway is
 //! [`Lookup::Rejected`] (never executed); a name nobody knows is [`Lookup::Unknown`].
 
+use std::sync::Arc;
+
 use super::{Tool, ToolClass, ToolSpec};
 
 /// What the operator enabled.
@@ -23,7 +25,8 @@ pub enum Lookup<'a> {
 }
 
 pub struct ToolRegistry {
-    enabled: Vec<(ToolSpec, Box<dyn Tool>)>,
+    /// Shared, so a sub-agent's registry holds the very tools of the run (see [`ToolRegistry::subset`]).
+    enabled: Vec<(ToolSpec, Arc<dyn Tool>)>,
     /// Known tools that are not enabled, with the reason a call to one is rejected.
     withheld: Vec<(String, String)>,
 }
@@ -53,7 +56,7 @@ impl ToolRegistry {
         for tool in builtins() {
             let spec = tool.spec();
             if spec.class == ToolClass::Safe || selection.dangerous {
-                registry.enabled.push((spec, tool));
+                registry.enabled.push((spec, Arc::from(tool)));
             } else {
                 registry.withheld.push((
                     spec.name,
@@ -64,7 +67,7 @@ impl ToolRegistry {
         for (tool, allowed) in extra {
             let spec = tool.spec();
             if allowed || selection.dangerous {
-                registry.enabled.push((spec, tool));
+                registry.enabled.push((spec, Arc::from(tool)));
             } else {
                 registry.withheld.push((
                     spec.name.clone(),
@@ -74,6 +77,55 @@ impl ToolRegistry {
                     ),
                 ));
             }
+        }
+        registry
+    }
+
+    /// Offers one more tool (`delegate`, a sub-agent's `complete_task`).
+    pub fn add(&mut self, tool: Box<dyn Tool>) {
+        let spec = tool.spec();
+        self.withheld.retain(|(name, _)| *name != spec.name);
+        self.enabled.retain(|(enabled, _)| enabled.name != spec.name);
+        self.enabled.push((spec, Arc::from(tool)));
+    }
+
+    /// Stops offering `name`; a call to it is rejected with `reason`.
+    pub fn withhold(&mut self, name: &str, reason: &str) {
+        self.enabled.retain(|(spec, _)| spec.name != name);
+        self.withheld.retain(|(withheld, _)| withheld != name);
+        self.withheld.push((name.to_owned(), reason.to_owned()));
+    }
+
+    /// Whether `name` is a tool of this registry, offered or withheld.
+    pub fn knows(&self, name: &str) -> bool {
+        self.enabled.iter().any(|(spec, _)| spec.name == name)
+            || self.withheld.iter().any(|(withheld, _)| withheld == name)
+    }
+
+    /// A registry for a sub-agent: the tools named in `names` that this registry offers, in this
+    /// registry's order. A named tool withheld here stays withheld (with this registry's reason);
+    /// every other tool known here is withheld with `outside`, so a call to it is rejected, never
+    /// run. A sub-agent can never hold a tool its caller's run does not offer.
+    pub fn subset(&self, names: &[String], outside: &str) -> ToolRegistry {
+        let named = |name: &str| names.iter().any(|wanted| wanted == name);
+        let mut registry = ToolRegistry {
+            enabled: Vec::new(),
+            withheld: Vec::new(),
+        };
+        for (spec, tool) in &self.enabled {
+            if named(&spec.name) {
+                registry.enabled.push((spec.clone(), Arc::clone(tool)));
+            } else {
+                registry.withheld.push((spec.name.clone(), outside.to_owned()));
+            }
+        }
+        for (name, reason) in &self.withheld {
+            let reason = if named(name) {
+                reason.clone()
+            } else {
+                outside.to_owned()
+            };
+            registry.withheld.push((name.clone(), reason));
         }
         registry
     }

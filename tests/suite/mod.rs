@@ -1,4 +1,6 @@
 mod actions;
+mod agents;
+mod agents_config;
 mod branches;
 mod budgets;
 mod command_line;
@@ -17,6 +19,7 @@ mod hostile_repos;
 mod model_loop;
 mod providers;
 mod refresh;
+mod review;
 mod sandbox;
 mod secrets;
 mod streaming;

@@ -10,7 +10,7 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::support::conformance::{Api, assert_requests_conform};
 use super::support::model_api::{openai_events, openai_stream, openai_usage};
-use super::support::{TestRepo, Upkeep, finish, reply};
+use super::support::{TestRepo, Upkeep, finish, reply, signal_and_wait};
 
 /// A streamed chat completion as the API documents it: 120 input and 30 output tokens.
 fn chat_completion(content: &str) -> ResponseTemplate {
@@ -202,12 +202,7 @@ async fn interrupt_during_slow_reply(signal: nix::sys::signal::Signal) {
         1,
         "the clone exists while the model thinks"
     );
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
-    nix::sys::signal::kill(pid, signal).expect("signal sent");
-    let status = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .expect("joined")
-        .expect("waited");
+    let status = signal_and_wait(child, signal).await;
     assert_eq!(
         status.status.code(),
         Some(130),

@@ -26,7 +26,7 @@ use super::support::model_api::{
     anthropic_body, anthropic_events, anthropic_usage, gemini_body, gemini_events, gemini_usage, ollama_body,
     ollama_lines, openai_events, openai_usage,
 };
-use super::support::{TestRepo, Upkeep, finish};
+use super::support::{TestRepo, Upkeep, finish, signal_and_wait};
 
 const REPLY: &str =
     r#"{"plan":"done","tool_calls":[{"tool_name":"finish","arguments":{"status":"no_tasks","summary":"nothing"}}]}"#;
@@ -339,12 +339,7 @@ async fn an_interrupt_stops_a_reply_that_is_streaming() {
     // The first event is on its way.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let interrupted = Instant::now();
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("signal sent");
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .expect("joined")
-        .expect("waited");
+    let output = signal_and_wait(child, nix::sys::signal::Signal::SIGINT).await;
     assert_eq!(
         output.status.code(),
         Some(130),

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod agents;
 pub mod conformance;
 pub mod git_http;
 pub mod github;
@@ -138,7 +139,8 @@ impl Script {
         }))
     }
 
-    fn from_lines(lines: impl Iterator<Item = Value>) -> Self {
+    /// A script of raw JSON lines (replies that name their agent, usage, trace events).
+    pub fn from_lines(lines: impl Iterator<Item = Value>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let lines: Vec<String> = lines.map(|line| line.to_string()).collect();
         std::fs::write(dir.path().join("script.jsonl"), lines.join("\n") + "\n").expect("write script");
@@ -179,8 +181,17 @@ impl Upkeep {
         command
             .env("HOME", &home)
             .env("TMPDIR", &temp)
-            .env("GIT_CONFIG_NOSYSTEM", "1");
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            // The reviewer asks the model before every push; scripts written for other features
+            // leave it out, and the tests of the reviewer turn it back on (`with_review`).
+            .env("UPKEEP_NO_REVIEW", "true");
         Self { tmp, command }
+    }
+
+    /// The reviewer on, as upkeep runs by default.
+    pub fn with_review(mut self) -> Self {
+        self.command.env_remove("UPKEEP_NO_REVIEW");
+        self
     }
 
     pub fn args<I, S>(mut self, args: I) -> Self
@@ -243,6 +254,17 @@ impl Upkeep {
             .await
             .expect("run finished")
     }
+}
+
+/// Sends `signal` to a spawned upkeep and waits for it to end (on a blocking thread, so local
+/// servers keep serving meanwhile).
+pub async fn signal_and_wait(child: std::process::Child, signal: nix::sys::signal::Signal) -> std::process::Output {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    nix::sys::signal::kill(pid, signal).expect("signal sent");
+    tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("joined")
+        .expect("waited")
 }
 
 #[derive(Debug)]

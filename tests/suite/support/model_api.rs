@@ -104,6 +104,21 @@ pub fn openai_stream(content: &str, finish_reason: &str, usage: Value) -> Respon
     event_stream(openai_events(content, finish_reason, usage, None).concat())
 }
 
+/// A server that answers the `replies` in order, one per request, each as a streamed chat
+/// completion reporting 120 input and 30 output tokens.
+pub async fn openai_sequence(replies: &[String]) -> wiremock::MockServer {
+    let server = wiremock::MockServer::start().await;
+    for (index, content) in replies.iter().enumerate() {
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(openai_stream(content, "stop", openai_usage(120, 30, 0)))
+            .up_to_n_times(1)
+            .with_priority(u8::try_from(index + 1).expect("at most 255 replies"))
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
 /// A chat completion's error body, as `ErrorResponse` describes it.
 pub fn openai_error(message: &str, kind: &str, code: Option<&str>, param: Option<&str>) -> Value {
     let body = json!({"error": {"message": message, "type": kind, "param": param, "code": code}});

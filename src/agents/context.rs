@@ -1,0 +1,163 @@
+//! The execution context every model call and tool call carries: the run's trace id, the
+//! delegation depth and the agent path, plus the spend all levels share.
+//!
+//! The path names who is acting (`root`, `root>explorer`, `root>explorer>helper`): events carry
+//! it as `agent`, people see it as a prefix, and a replay file may name it on a line so each
+//! agent is served its own replies. [`Spend`] is the run's one [`Budget`]: a sub-agent checks
+//! and records every call against it exactly as the main agent does, so `--max-tokens`,
+//! `--max-cost` and `--timeout` bind every level together.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use crate::agent::budget::{Budget, Limit};
+use crate::config::Price;
+use crate::llm::Usage;
+
+/// The name of the main agent in paths.
+pub const ROOT: &str = "root";
+/// Separates the levels of an agent path.
+pub const PATH_SEPARATOR: char = '>';
+
+/// Who is acting, and where in the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecContext {
+    trace_id: String,
+    depth: u32,
+    path: String,
+}
+
+impl ExecContext {
+    /// The main agent of a run whose events carry `trace_id` as `run_id`.
+    pub fn root(trace_id: &str) -> Self {
+        Self {
+            trace_id: trace_id.to_owned(),
+            depth: 0,
+            path: ROOT.to_owned(),
+        }
+    }
+
+    /// The context of the sub-agent `name` this agent starts.
+    pub fn child(&self, name: &str) -> Self {
+        Self {
+            trace_id: self.trace_id.clone(),
+            depth: self.depth + 1,
+            path: format!("{}{PATH_SEPARATOR}{name}", self.path),
+        }
+    }
+
+    pub fn trace_id(&self) -> &str {
+        &self.trace_id
+    }
+
+    /// Delegation levels above this agent: 0 for the main agent.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// `root>explorer`.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The agent's own name: the last level of the path.
+    pub fn name(&self) -> &str {
+        self.path.rsplit(PATH_SEPARATOR).next().unwrap_or(ROOT)
+    }
+}
+
+/// The run's budget, shared by every agent level of a cycle. Calls never overlap (a sub-agent
+/// runs inside its caller's tool call), so the lock is only ever held for a moment and never
+/// across an `await`.
+pub struct Spend<'a> {
+    budget: Mutex<&'a mut Budget>,
+}
+
+impl<'a> Spend<'a> {
+    pub fn new(budget: &'a mut Budget) -> Self {
+        Self {
+            budget: Mutex::new(budget),
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Budget) -> T) -> T {
+        let mut budget = self.budget.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut budget)
+    }
+
+    /// The price the budget was given for the run's model.
+    pub fn default_price(&self) -> Option<Price> {
+        self.with(|budget| budget.price())
+    }
+
+    /// Whether a call estimated at `request_tokens`, priced at `price`, fits what is left.
+    pub fn check_before_call(&self, request_tokens: u64, price: Option<Price>) -> Result<(), Limit> {
+        self.with(|budget| budget.check_before_call_at(request_tokens, price))
+    }
+
+    /// Adds a call's usage priced at `price`; returns the call's cost.
+    pub fn record(&self, usage: Usage, price: Option<Price>) -> f64 {
+        self.with(|budget| budget.record_at(usage, price))
+    }
+
+    /// What was spent so far, for progress lines.
+    pub fn spent(&self) -> (Usage, f64) {
+        self.with(|budget| (budget.usage, budget.cost_usd))
+    }
+
+    pub fn deadline(&self) -> Option<Instant> {
+        self.with(|budget| budget.deadline())
+    }
+
+    pub fn timeout_limit(&self) -> Option<Limit> {
+        self.with(|budget| budget.timeout_limit())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Budgets;
+
+    #[test]
+    fn paths_name_every_level() {
+        let root = ExecContext::root("run-1");
+        let explorer = root.child("explorer");
+        let helper = explorer.child("helper");
+        assert_eq!((root.depth(), root.path(), root.name()), (0, "root", "root"));
+        assert_eq!((explorer.depth(), explorer.path()), (1, "root>explorer"));
+        assert_eq!(
+            (helper.depth(), helper.path(), helper.name()),
+            (2, "root>explorer>helper", "helper")
+        );
+        assert_eq!(helper.trace_id(), "run-1");
+    }
+
+    #[test]
+    fn every_level_spends_from_one_budget() {
+        let mut budget = Budget::new(
+            Budgets {
+                max_tokens: Some(3_000),
+                ..Budgets::default()
+            },
+            None,
+        );
+        let usage = Usage {
+            input_tokens: 900,
+            output_tokens: 100,
+            ..Usage::default()
+        };
+        {
+            let spend = Spend::new(&mut budget);
+            spend.record(usage, None);
+            spend.record(usage, None);
+            // 2,000 used; the next call needs its 100 input tokens plus the 1,000-token reply
+            // estimate.
+            assert!(matches!(
+                spend.check_before_call(100, None),
+                Err(Limit::Tokens { used: 2_000, .. })
+            ));
+        }
+        assert_eq!(budget.turns, 2);
+    }
+}
