@@ -14,6 +14,7 @@ use crate::config::{Config, ConfigError, DeclaredToolConfig, RepoSettings};
 use crate::conversation::{CycleConversation, memory, render};
 use crate::events::DeclaredToolReport;
 use crate::forge::{ContinuedPullRequest, Forge, ForgeError, OpenPullRequest, PullRequest};
+use crate::instructions::AgentInstructions;
 use crate::repo::WorkTree;
 use crate::tools::declared::DeclaredTool;
 use crate::tools::registry::ExtraTool;
@@ -32,8 +33,9 @@ pub struct Briefing {
     pub open_pull_requests: Vec<OpenPullRequest>,
     /// The issue calls work on when they name none.
     pub default_issue: Option<u64>,
-    /// The agent instructions file the system prompt carries (`run_started.instructions_files`).
-    pub instructions_files: Vec<String>,
+    /// The repository's agent instructions file the system prompt carries (AGENTS.md or the
+    /// like); the reviewer reads it too.
+    pub agent_instructions: Option<AgentInstructions>,
     /// The open pull request the cycle continues, when it does.
     pub continued: Option<ContinuedPullRequest>,
     /// Branches of bot pull requests closed without merging: their tasks are over.
@@ -216,7 +218,7 @@ pub async fn brief(
         first_message,
         open_pull_requests,
         default_issue,
-        instructions_files: agent_instructions.map(|found| found.file).into_iter().collect(),
+        agent_instructions,
         continued: conversation.continued.clone(),
         closed_branches: closed_tasks.iter().map(|closed| closed.branch.clone()).collect(),
     })

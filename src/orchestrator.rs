@@ -806,6 +806,7 @@ impl Runner<'_> {
             registry: &briefing.registry,
             provider,
             models,
+            agent_instructions: briefing.agent_instructions.as_ref(),
         })?;
         let agent = Agent {
             provider,

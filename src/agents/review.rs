@@ -153,7 +153,7 @@ async fn ask_reviewer(
         issue: proposal.issue,
         title: proposal.title,
         body: proposal.body,
-        instructions: team.instructions,
+        instructions: team.instructions.as_deref(),
         diff,
         window: team.window_for(provider.model()),
     });

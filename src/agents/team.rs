@@ -18,6 +18,7 @@ use super::review::ReviewState;
 use super::{AgentSettings, Models};
 use crate::agent::Agent;
 use crate::config::{Config, ConfigError, ModelConfig, Price, ProviderSettings, RepoSettings};
+use crate::instructions::AgentInstructions;
 use crate::llm::{Provider, pricing, window};
 use crate::tools::complete_task::CompleteTask;
 use crate::tools::declared::DeclaredTool;
@@ -32,6 +33,8 @@ pub struct TeamParts<'a> {
     /// The run's provider, and those of the other models agents name.
     pub provider: &'a dyn Provider,
     pub models: &'a Models,
+    /// The repository's agent instructions file (AGENTS.md or the like), for the reviewer.
+    pub agent_instructions: Option<&'a AgentInstructions>,
 }
 
 pub struct Team<'a> {
@@ -43,8 +46,9 @@ pub struct Team<'a> {
     model_configs: &'a BTreeMap<String, ModelConfig>,
     prices: &'a BTreeMap<String, Price>,
     pub(super) protected_paths: &'a [String],
-    /// The repository's instructions, for the reviewer.
-    pub(super) instructions: Option<&'a str>,
+    /// The repository's instructions (`.upkeep.toml` and its agent instructions file), for the
+    /// reviewer.
+    pub(super) instructions: Option<String>,
     /// The task the run was given, for the reviewer.
     pub(super) task: Option<&'a str>,
     pub(super) checks: Vec<DeclaredTool>,
@@ -61,6 +65,7 @@ impl<'a> Team<'a> {
             registry,
             provider,
             models,
+            agent_instructions,
         } = parts;
         let agents = &config.agents;
         for definition in agents.catalogue.agents() {
@@ -92,7 +97,7 @@ impl<'a> Team<'a> {
             model_configs: &config.operator.models,
             prices: &settings.prices,
             protected_paths: &settings.protected_paths,
-            instructions: settings.instructions.as_deref(),
+            instructions: reviewer_instructions(settings.instructions.as_deref(), agent_instructions),
             task: config.task.as_deref(),
             checks,
             review: Mutex::new(ReviewState::default()),
@@ -182,4 +187,21 @@ impl<'a> Team<'a> {
             .unresolved
             .clone()
     }
+}
+
+/// What the reviewer is told the maintainers asked for: `.upkeep.toml`'s `instructions` and the
+/// agent instructions file, each named, the file's cut noted.
+fn reviewer_instructions(configured: Option<&str>, file: Option<&AgentInstructions>) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(text) = configured.map(str::trim).filter(|text| !text.is_empty()) {
+        parts.push(format!("From .upkeep.toml:\n{text}"));
+    }
+    if let Some(file) = file.filter(|file| !file.text.trim().is_empty()) {
+        let cut = match file.cut_from {
+            Some(size) => format!(" (its first part; the file has {size} bytes)"),
+            None => String::new(),
+        };
+        parts.push(format!("From {}{cut}:\n{}", file.file, file.text.trim()));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
 }

@@ -59,6 +59,7 @@ async fn a_failing_review_holds_the_push_back_and_the_fixed_change_passes() {
             ".upkeep.toml",
             "instructions = \"Every change updates CHANGELOG.md.\"\n",
         ),
+        ("AGENTS.md", "Notes are written in British English.\n"),
     ]);
     let finding = "CHANGELOG.md is not updated, as the repository's instructions require";
     let replies = [
@@ -97,6 +98,10 @@ async fn a_failing_review_holds_the_push_back_and_the_fixed_change_passes() {
     assert!(
         review.contains("Every change updates CHANGELOG.md."),
         "the instructions: {review}"
+    );
+    assert!(
+        review.contains("From AGENTS.md:\nNotes are written in British English."),
+        "the agent instructions file: {review}"
     );
     assert!(
         review.contains("```diff\n") && review.contains("+draft notes"),
