@@ -56,9 +56,10 @@ pub(super) async fn approve(
     if !settings.review && team.checks.is_empty() {
         return Ok(Approval::Approved);
     }
+    let continued = ctx.continued.map(|continued| continued.branch.as_str());
     let diff = ctx
         .workspace
-        .proposed_diff()
+        .proposed_diff(continued)
         .await
         .map_err(|error| ToolError::Fatal(anyhow::Error::new(error).context("reading the change to review")))?;
     // Nothing to review: create_pull_request says there is nothing to propose.
@@ -155,6 +156,7 @@ async fn ask_reviewer(
         body: proposal.body,
         instructions: team.instructions.as_deref(),
         diff,
+        continued: ctx.continued.map(|continued| continued.number),
         window: team.window_for(provider.model()),
     });
     Ok(match level.run_agent(definition, message, ctx).await {

@@ -60,13 +60,23 @@ impl Workspace {
         }
     }
 
-    /// The whole change a pull request would carry now, for review before it is pushed: the
-    /// base commit to the work tree as `git diff` prints it, with new files (ignored files left
-    /// out, as a commit would take them).
-    pub async fn proposed_diff(&self) -> Result<String, WorkspaceError> {
+    /// The change a push would carry now, for review before it is pushed, as `git diff` prints
+    /// it, with new files (ignored files left out, as a commit would take them): from the base
+    /// commit, or, on a continued bot branch (`continued`), from the branch's tip as the cycle
+    /// found it on the remote. A continued branch may be behind the base and a shallow clone
+    /// has no merge base to diff from, so there the diff is what this cycle adds to the pull
+    /// request, never the base's newer commits shown as reverted.
+    pub async fn proposed_diff(&self, continued: Option<&str>) -> Result<String, WorkspaceError> {
         let base = self.inner.base_commit;
-        self.run_blocking(move |workspace| Ok(workspace.changes_since(base)?.diff))
-            .await
+        let tracking = continued.map(|branch| format!("refs/remotes/origin/{branch}"));
+        self.run_blocking(move |workspace| {
+            let from = match &tracking {
+                Some(refname) => workspace.open()?.refname_to_id(refname)?,
+                None => base,
+            };
+            Ok(workspace.changes_since(from)?.diff)
+        })
+        .await
     }
 
     /// What the work tree holds beyond the saved point: untracked files included, ignored files

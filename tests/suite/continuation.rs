@@ -20,12 +20,21 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    setup_with_base_change(None)
+}
+
+/// [`setup`], with the base branch moved on (`file` changed) after the bot branch left it.
+fn setup_with_base_change(base_change: Option<(&str, &str)>) -> Setup {
     let served = tempfile::tempdir().expect("tempdir");
     let origin = TestRepo::new();
     origin.git(&["checkout", "-q", "-b", BRANCH]);
     origin.write("GREETING.md", "hello\n");
     origin.commit("Add a greeting");
     origin.git(&["checkout", "-q", "main"]);
+    if let Some((file, content)) = base_change {
+        origin.write(file, content);
+        origin.commit("Move the base on");
+    }
     let bare = served.path().join("o/r.git");
     bare_copy(&origin, &bare);
     let server = GitHttpServer::start(served.path(), None);
@@ -101,5 +110,20 @@ fn a_conflicting_push_during_the_cycle_is_kept_and_nothing_is_pushed() {
         git(bare, &["rev-parse", BRANCH]),
         theirs,
         "their commits stay as they are"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_review_diff_of_a_continued_branch_is_what_the_cycle_adds_never_the_base_reverted() {
+    let setup = setup_with_base_change(Some(("README.md", "# Sample, rewritten on main\n")));
+    std::fs::write(setup.workspace.root().join("GREETING.md"), "hello, world\n").expect("write");
+    let diff = setup.workspace.proposed_diff(Some(BRANCH)).await.expect("diff");
+    assert!(
+        diff.contains("-hello\n+hello, world"),
+        "the cycle's change on top of the branch: {diff}"
+    );
+    assert!(
+        !diff.contains("README.md"),
+        "the base's newer commit is not shown as reverted: {diff}"
     );
 }
