@@ -800,6 +800,12 @@ impl Runner<'_> {
             closed_branches: &briefing.closed_branches,
             agents: None,
         };
+        // Said once: every cycle builds the same team.
+        let team_notice = |text: &str| {
+            if cycle == 1 {
+                self.events.alert(text);
+            }
+        };
         let team = crate::agents::Team::new(crate::agents::team::TeamParts {
             config,
             settings: &settings,
@@ -807,6 +813,7 @@ impl Runner<'_> {
             provider,
             models,
             agent_instructions: briefing.agent_instructions.as_ref(),
+            notice: &team_notice,
         })?;
         let agent = Agent {
             provider,

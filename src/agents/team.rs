@@ -35,6 +35,8 @@ pub struct TeamParts<'a> {
     pub models: &'a Models,
     /// The repository's agent instructions file (AGENTS.md or the like), for the reviewer.
     pub agent_instructions: Option<&'a AgentInstructions>,
+    /// Where warnings about the agents' tools go (an agent's tool this run withholds).
+    pub notice: &'a dyn Fn(&str),
 }
 
 pub struct Team<'a> {
@@ -66,6 +68,7 @@ impl<'a> Team<'a> {
             provider,
             models,
             agent_instructions,
+            notice,
         } = parts;
         let agents = &config.agents;
         for definition in agents.catalogue.agents() {
@@ -75,6 +78,12 @@ impl<'a> Team<'a> {
                         "[[agents]] `{}`: `tools` names `{tool}`, which is not a tool of this run",
                         definition.name
                     )));
+                }
+                if let Some(reason) = registry.withheld_reason(tool) {
+                    notice(&format!(
+                        "upkeep: warning: agent `{}` runs without `{tool}`, which this run withholds: {reason}",
+                        definition.name
+                    ));
                 }
             }
         }

@@ -96,6 +96,14 @@ impl ToolRegistry {
         self.withheld.push((name.to_owned(), reason.to_owned()));
     }
 
+    /// Why `name` is withheld in this registry, when it is.
+    pub fn withheld_reason(&self, name: &str) -> Option<&str> {
+        self.withheld
+            .iter()
+            .find(|(withheld, _)| withheld == name)
+            .map(|(_, reason)| reason.as_str())
+    }
+
     /// Whether `name` is a tool of this registry, offered or withheld.
     pub fn knows(&self, name: &str) -> bool {
         self.enabled.iter().any(|(spec, _)| spec.name == name)

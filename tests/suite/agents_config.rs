@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::support::agents::{OperatorConfig, line, run, run_with_config};
-use super::support::{TestRepo, Upkeep, finish};
+use super::support::{Script, TestRepo, Upkeep, finish, run_replay};
 
 #[test]
 fn agents_and_checks_in_the_repositorys_file_are_a_usage_error() {
@@ -38,6 +38,24 @@ fn an_agent_naming_a_tool_the_run_does_not_have_is_a_usage_error() {
     let out = run_with_config(&TestRepo::new(), &config, vec![line("root", finish("no_tasks"))], &[]);
     out.assert_code(2);
     assert!(out.stderr.contains("`no_such_tool`"), "{}", out.stderr);
+}
+
+#[test]
+fn an_agent_whose_tool_this_run_withholds_is_warned_about_once() {
+    let config = OperatorConfig::new(
+        "[[agents]]\nname = \"tester\"\ndescription = \"Runs the tests\"\ninstructions = \"i\"\ntools = [\"read_file\", \"run_shell_command\"]\n",
+    );
+    let script = Script::from_lines([line("root", finish("completed")), line("root", finish("no_tasks"))].into_iter());
+    let out = run_replay(
+        Upkeep::new(),
+        &TestRepo::new(),
+        &script,
+        &["--continuous", "--config", &config.arg()],
+    );
+    out.assert_code(0);
+    assert_eq!(out.events_of("run_finished")[0]["cycles"], 2, "two cycles, one warning");
+    let warning = "agent `tester` runs without `run_shell_command`, which this run withholds";
+    assert_eq!(out.stderr.matches(warning).count(), 1, "{}", out.stderr);
 }
 
 /// The configuration docs/agents.md shows is what upkeep accepts, and `upkeep tools --config`
