@@ -10,7 +10,7 @@ use wiremock::{Mock, MockServer, Request};
 
 use super::support::agents::{OperatorConfig, complete, delegate, line, of_agent, run, run_with_config};
 use super::support::conformance::{Api, assert_requests_conform};
-use super::support::model_api::{openai_sequence, openai_stream, openai_usage};
+use super::support::model_api::{model_server, openai_sequence, openai_stream, openai_usage, run_against, streamed};
 use super::support::{RunOutput, TestRepo, Upkeep, finish, reply, signal_and_wait};
 
 fn delegate_result(out: &RunOutput) -> Value {
@@ -304,6 +304,68 @@ items = { type = "string" }
     );
     let answer: Value = serde_json::from_str(delegate_result(&out)["output"].as_str().expect("text")).expect("JSON");
     assert_eq!(answer, good);
+}
+
+/// Where each API carries the reply schema it enforces.
+fn enforced_schema(api: Api, body: &Value) -> &Value {
+    match api {
+        Api::OpenAi => &body["response_format"]["json_schema"]["schema"],
+        Api::Anthropic => &body["output_config"]["format"]["schema"],
+        Api::Gemini => &body["generationConfig"]["responseJsonSchema"],
+        Api::Ollama => &body["format"],
+    }
+}
+
+/// A sub-agent with an operator's output schema, on every API: each request the run sends is
+/// one the API's description accepts, and the sub-agent's request enforces its answer's shape
+/// (the schema's fields) where the main agent's does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sub_agent_with_an_output_schema_sends_conforming_requests_on_every_api() {
+    let config = OperatorConfig::new(
+        r#"
+[[agents]]
+name = "mapper"
+description = "Maps the files"
+instructions = "List the files with a summary."
+tools = ["list_files"]
+[agents.output_schema]
+type = "object"
+required = ["summary", "modules_seen"]
+additionalProperties = false
+[agents.output_schema.properties.summary]
+type = "string"
+[agents.output_schema.properties.modules_seen]
+type = "array"
+items = { type = "string" }
+"#,
+    );
+    for api in [Api::OpenAi, Api::Anthropic, Api::Gemini, Api::Ollama] {
+        let repo = TestRepo::new();
+        let answer = json!({"summary": "two files", "modules_seen": ["README.md", "src/lib.rs"]});
+        let server = model_server(vec![
+            streamed(api, &delegate("mapper", "map the repository")),
+            streamed(api, &complete(answer.clone())),
+            streamed(api, &finish("completed")),
+        ])
+        .await;
+        let out = run_against(api, &server, &repo, &["--task", "map it", "--config", &config.arg()]).await;
+        out.assert_code(0);
+        let requests = server.received_requests().await.expect("recorded");
+        assert_eq!(requests.len(), 3, "{api:?}: {}", out.stderr);
+        assert_requests_conform(api, &requests);
+        let schema_text = |index: usize| {
+            let body: Value = serde_json::from_slice(&requests[index].body).expect("JSON");
+            enforced_schema(api, &body).to_string()
+        };
+        assert!(schema_text(1).contains("modules_seen"), "{api:?}: {}", schema_text(1));
+        assert!(
+            !schema_text(0).contains("modules_seen"),
+            "{api:?}: the main agent's own shape"
+        );
+        let result: Value =
+            serde_json::from_str(delegate_result(&out)["output"].as_str().expect("text")).expect("JSON");
+        assert_eq!(result, answer, "{api:?}");
+    }
 }
 
 #[test]

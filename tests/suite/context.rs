@@ -3,15 +3,13 @@
 //! request, and the tests read what the model was sent (DESIGN section 10).
 
 use serde_json::{Value, json};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+use wiremock::{MockServer, Request, ResponseTemplate};
 
 use super::support::conformance::{Api, assert_requests_conform};
 use super::support::model_api::{
-    anthropic_error, anthropic_stream, anthropic_usage, gemini_error, gemini_stream, gemini_usage, ollama_error,
-    ollama_stream, openai_error, openai_stream, openai_usage,
+    anthropic_error, gemini_error, model_server, ollama_error, openai_error, run_against, streamed,
 };
-use super::support::{RunOutput, TestRepo, Upkeep, finish, reply};
+use super::support::{RunOutput, TestRepo, finish, reply};
 
 /// A repository with `count` files of about `bytes` bytes each, `src/f0.rs`...
 fn repo_with_files(count: usize, bytes: usize) -> TestRepo {
@@ -30,16 +28,6 @@ fn read(index: usize) -> String {
         &format!("read file {index}"),
         &[("read_file", json!({"path": format!("src/f{index}.rs")}))],
     )
-}
-
-/// How each API streams a reply (with some usage).
-fn streamed(api: Api, content: &str) -> ResponseTemplate {
-    match api {
-        Api::OpenAi => openai_stream(content, "stop", openai_usage(2_000, 50, 0)),
-        Api::Anthropic => anthropic_stream(content, "end_turn", anthropic_usage(2_000, 0, 0), 50),
-        Api::Gemini => gemini_stream(content, "STOP", gemini_usage(2_000, 50, 0, 0)),
-        Api::Ollama => ollama_stream(content, "stop", 2_000, 50),
-    }
 }
 
 /// Each API's own answer to a request longer than the model's window.
@@ -65,48 +53,9 @@ fn context_length_error(api: Api) -> ResponseTemplate {
     ResponseTemplate::new(400).set_body_json(body)
 }
 
-/// Serves `answers` in order, one per request.
-async fn model_server(answers: Vec<ResponseTemplate>) -> MockServer {
-    let server = MockServer::start().await;
-    for (index, answer) in answers.into_iter().enumerate() {
-        Mock::given(method("POST"))
-            .respond_with(answer)
-            .up_to_n_times(1)
-            .with_priority(u8::try_from(index + 1).expect("few answers"))
-            .mount(&server)
-            .await;
-    }
-    server
-}
-
-/// `upkeep run` against `server` speaking `api`.
+/// `upkeep run --task 'read the files'` against `server` speaking `api`.
 async fn run(api: Api, server: &MockServer, repo: &TestRepo, extra: &[&str]) -> RunOutput {
-    let (provider, base, key) = match api {
-        Api::OpenAi => ("openai", format!("{}/v1", server.uri()), None),
-        Api::Anthropic => ("anthropic", server.uri(), Some("ANTHROPIC_API_KEY")),
-        Api::Gemini => ("gemini", server.uri(), Some("GEMINI_API_KEY")),
-        Api::Ollama => ("ollama", server.uri(), None),
-    };
-    let mut upkeep = Upkeep::new();
-    if let Some(key) = key {
-        upkeep = upkeep.env(key, "test-key-123");
-    }
-    upkeep
-        .args([
-            "run",
-            "--json",
-            "--task",
-            "read the files",
-            "--provider",
-            provider,
-            "--base-url",
-            &base,
-        ])
-        .args(["--repo"])
-        .args([repo.path()])
-        .args(extra)
-        .run_async()
-        .await
+    run_against(api, server, repo, &[&["--task", "read the files"], extra].concat()).await
 }
 
 /// What the server received, each body checked against the API description of its path.

@@ -5,9 +5,11 @@
 //! (see [`super::conformance`]), so the tests cannot drift into shapes the real APIs never send.
 
 use serde_json::{Value, json};
-use wiremock::ResponseTemplate;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::conformance::{Api, Body, assert_conforms};
+use super::{RunOutput, TestRepo, Upkeep};
 
 /// `text` cut into three pieces on character boundaries, as a stream delivers it.
 pub fn pieces(text: &str) -> Vec<String> {
@@ -299,4 +301,52 @@ pub fn ollama_error(message: &str) -> Value {
     let body = json!({"error": message});
     assert_conforms(Api::Ollama, Body::Error, &body);
     body
+}
+
+// --- Any API ------------------------------------------------------------------------------------
+
+/// How each API streams a reply (with some usage).
+pub fn streamed(api: Api, content: &str) -> ResponseTemplate {
+    match api {
+        Api::OpenAi => openai_stream(content, "stop", openai_usage(2_000, 50, 0)),
+        Api::Anthropic => anthropic_stream(content, "end_turn", anthropic_usage(2_000, 0, 0), 50),
+        Api::Gemini => gemini_stream(content, "STOP", gemini_usage(2_000, 50, 0, 0)),
+        Api::Ollama => ollama_stream(content, "stop", 2_000, 50),
+    }
+}
+
+/// Serves `answers` in order, one per request.
+pub async fn model_server(answers: Vec<ResponseTemplate>) -> MockServer {
+    let server = MockServer::start().await;
+    for (index, answer) in answers.into_iter().enumerate() {
+        Mock::given(method("POST"))
+            .respond_with(answer)
+            .up_to_n_times(1)
+            .with_priority(u8::try_from(index + 1).expect("few answers"))
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
+/// `upkeep run --json` on `repo` against `server` speaking `api` (with a key where the API
+/// needs one).
+pub async fn run_against(api: Api, server: &MockServer, repo: &TestRepo, extra: &[&str]) -> RunOutput {
+    let (provider, base, key) = match api {
+        Api::OpenAi => ("openai", format!("{}/v1", server.uri()), None),
+        Api::Anthropic => ("anthropic", server.uri(), Some("ANTHROPIC_API_KEY")),
+        Api::Gemini => ("gemini", server.uri(), Some("GEMINI_API_KEY")),
+        Api::Ollama => ("ollama", server.uri(), None),
+    };
+    let mut upkeep = Upkeep::new();
+    if let Some(key) = key {
+        upkeep = upkeep.env(key, "test-key-123");
+    }
+    upkeep
+        .args(["run", "--json", "--provider", provider, "--base-url", &base])
+        .args(["--repo"])
+        .args([repo.path()])
+        .args(extra)
+        .run_async()
+        .await
 }
