@@ -71,7 +71,7 @@ pub async fn brief(
     base: &str,
     forge: &dyn Forge,
     opened_this_run: &[PullRequest],
-    notice: &dyn Fn(&str),
+    notice: &(dyn Fn(&str) + Sync),
 ) -> Result<Briefing, BriefingError> {
     let registry = ToolRegistry::new(
         &ToolSelection {

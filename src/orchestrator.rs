@@ -22,6 +22,8 @@ use crate::cli::ForgeKind;
 use crate::config::{Config, ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
+use crate::fleet::dashboard::DashboardPlan;
+use crate::fleet::limits::{Held, HeldBy, Limits};
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::llm::{self, Provider, pricing};
 use crate::repo::cleanup;
@@ -98,11 +100,14 @@ enum RunEnd {
     MaxCycles,
     Question,
     Limit,
+    /// A fleet limit or the schedule held the cycle back before any model call (exit 0).
+    Held(HeldBy),
 }
 
 impl RunEnd {
     fn as_str(self) -> &'static str {
         match self {
+            RunEnd::Held(by) => by.as_str(),
             RunEnd::NoTasks => "no_tasks",
             RunEnd::Completed => "completed",
             RunEnd::PullRequest => "pull_request",
@@ -114,7 +119,9 @@ impl RunEnd {
 
     fn exit(self) -> ExitStatus {
         match self {
-            RunEnd::NoTasks | RunEnd::Completed | RunEnd::PullRequest | RunEnd::MaxCycles => ExitStatus::Done,
+            RunEnd::NoTasks | RunEnd::Completed | RunEnd::PullRequest | RunEnd::MaxCycles | RunEnd::Held(_) => {
+                ExitStatus::Done
+            }
             RunEnd::Question => ExitStatus::Question,
             RunEnd::Limit => ExitStatus::Budget,
         }
@@ -150,7 +157,11 @@ pub fn event_sink(config: &Config) -> Result<EventSink, ConfigError> {
     } else {
         Verbosity::Normal
     };
-    Ok(EventSink::new(redactor_for(config), config.json, trace, verbosity))
+    let events = EventSink::new(redactor_for(config), config.json, trace, verbosity);
+    Ok(match &config.fleet_member {
+        Some(repo) => events.for_repo(repo.clone()),
+        None => events,
+    })
 }
 
 fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
@@ -239,6 +250,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         kept: None,
         scope: cleanup::Scope::new(),
         commands: config.commands.clone(),
+        dashboard: None,
     };
     let result = runner.run().await;
     runner.kept = None;
@@ -284,18 +296,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         .as_ref()
         .map(|b| (b.usage, b.cost_usd, b.turns))
         .unwrap_or_default();
-    events.emit(
-        Scope::default(),
-        Event::RunFinished {
-            outcome: outcome.into(),
-            exit_code: status.code(),
-            cycles: runner.cycles,
-            usage,
-            cost_usd,
-            error: error.clone(),
-        },
-    );
-    RunSummary {
+    let summary = RunSummary {
         status,
         outcome: outcome.into(),
         cycles: runner.cycles,
@@ -305,7 +306,26 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         pull_requests: runner.pull_requests,
         question: runner.question,
         error,
+    };
+    // An interrupted run reports at once; every other run brings its dashboard up to date.
+    if let Some(plan) = runner.dashboard.filter(|_| status != ExitStatus::Interrupted) {
+        match build_forge(&config) {
+            Ok(forge) => crate::fleet::dashboard::update(forge.as_ref(), &plan, &summary, &events).await,
+            Err(error) => events.say(&format!("upkeep: warning: the dashboard was not updated: {error}")),
+        }
     }
+    events.emit(
+        Scope::default(),
+        Event::RunFinished {
+            outcome: summary.outcome.clone(),
+            exit_code: status.code(),
+            cycles: summary.cycles,
+            usage,
+            cost_usd,
+            error: summary.error.clone(),
+        },
+    );
+    summary
 }
 
 /// `upkeep prompt`: clones and reads the repository as a run's first cycle does, and returns
@@ -332,6 +352,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         pull_requests: Vec::new(),
         question: None,
         kept: None,
+        dashboard: None,
     };
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
     let (workspace, settings, _) = runner.prepare(1).await.map_err(fail)?;
@@ -370,6 +391,8 @@ struct Runner<'a> {
     scope: cleanup::Scope,
     /// The operator's command settings plus the sandbox decided for this run.
     commands: CommandSettings,
+    /// Set once a cycle read `dashboard = true`: what the dashboard after the run needs.
+    dashboard: Option<DashboardPlan>,
 }
 
 impl Runner<'_> {
@@ -401,6 +424,11 @@ impl Runner<'_> {
             self.cycles += 1;
             let cycle = self.cycles;
             let end = self.cycle(cycle, provider.as_ref(), forge.as_ref()).await;
+            if let Ok(held @ RunEnd::Held(_)) = end {
+                // The cycle never started: no model call, nothing opened.
+                self.cycles -= 1;
+                return Ok(held);
+            }
             let outcome = match &end {
                 Ok(end) => end.as_str(),
                 Err(RunError::Deadline) => RunEnd::Limit.as_str(),
@@ -536,10 +564,42 @@ impl Runner<'_> {
         }
     }
 
+    /// A cycle held back by a limit: says why (`limit_reached`), opens nothing.
+    fn held(&self, held: Held) -> RunEnd {
+        self.events.emit(
+            Scope::default(),
+            Event::LimitReached {
+                limit: held.by.as_str().to_owned(),
+                message: held.message,
+            },
+        );
+        RunEnd::Held(held.by)
+    }
+
     async fn cycle(&mut self, cycle: u32, provider: &dyn Provider, forge: &dyn Forge) -> Result<RunEnd, RunError> {
         let config = self.config;
+        // Outside the operator's schedule nothing is cloned either.
+        let operator_only = Limits::resolve(&config.operator, &FileConfig::default());
+        if let Some(held) = operator_only.outside_schedule(jiff::Timestamp::now()) {
+            return Ok(self.held(held));
+        }
         let (workspace, settings, reusable) = self.prepare(cycle).await?;
         let base = workspace.base_branch().to_owned();
+        if settings.dashboard {
+            self.dashboard = Some(DashboardPlan {
+                base: base.clone(),
+                label: settings.label.clone(),
+                limits: settings.limits.clone(),
+            });
+        }
+        let held = settings
+            .limits
+            .check(forge, &base, &self.pull_requests, jiff::Timestamp::now())
+            .await
+            .map_err(|error| RunError::Failure(anyhow::Error::new(error).context("checking pr_limit and pr_hourly_limit")))?;
+        if let Some(held) = held {
+            return Ok(self.held(held));
+        }
         self.events.emit(
             Scope {
                 cycle: Some(cycle),

@@ -4,7 +4,10 @@
 
 use async_trait::async_trait;
 
-use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, TaskIssue, render_preview};
+use super::{
+    DashboardUpdate, Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestActivity, PullRequestDraft, TaskIssue,
+    render_preview,
+};
 use crate::repo::Workspace;
 
 pub struct DryRun {
@@ -46,5 +49,18 @@ impl Forge for DryRun {
 
     async fn post_question(&self, issue: Option<u64>, _question: &str) -> Result<Option<String>, ForgeError> {
         Ok(issue.map(|number| format!("(dry run: would comment on issue #{number})")))
+    }
+
+    async fn pull_request_activity(
+        &self,
+        base: &str,
+        since: jiff::Timestamp,
+    ) -> Result<PullRequestActivity, ForgeError> {
+        self.inner.pull_request_activity(base, since).await
+    }
+
+    async fn update_dashboard(&self, _body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
+        // Writes nothing; the run says what it would have written.
+        Ok(None)
     }
 }

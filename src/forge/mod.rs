@@ -79,6 +79,23 @@ pub struct TaskIssue {
     pub comments: Vec<IssueComment>,
 }
 
+/// The bot's pull requests as the fleet limits count them (DESIGN section 13), by branch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PullRequestActivity {
+    /// Open bot pull requests, whatever their base.
+    pub open: Vec<String>,
+    /// Bot pull requests opened since the moment asked about, open or not; `None` when the
+    /// forge does not record when a pull request was opened.
+    pub opened_since: Option<Vec<String>>,
+}
+
+/// What [`Forge::update_dashboard`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DashboardUpdate {
+    Created(String),
+    Updated(String),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
     /// Credentials are missing or were refused: nothing the model can do about it.
@@ -137,6 +154,26 @@ pub trait Forge: Send + Sync {
 
     /// Posts a question where a human will see it; returns where, when it was posted anywhere.
     async fn post_question(&self, issue: Option<u64>, question: &str) -> Result<Option<String>, ForgeError>;
+
+    /// The bot's pull requests for `pr_limit` and `pr_hourly_limit` (section 13). By default:
+    /// the open ones against `base`, with no record of when they were opened.
+    async fn pull_request_activity(
+        &self,
+        base: &str,
+        _since: jiff::Timestamp,
+    ) -> Result<PullRequestActivity, ForgeError> {
+        let open = self.open_pull_requests(base).await?;
+        Ok(PullRequestActivity {
+            open: open.into_iter().map(|pull_request| pull_request.branch).collect(),
+            opened_since: None,
+        })
+    }
+
+    /// Writes `body` into the repository's one dashboard issue (section 13), creating it the
+    /// first time. `None`: this forge keeps no dashboard.
+    async fn update_dashboard(&self, _body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
+        Ok(None)
+    }
 }
 
 /// The body with `Closes #N` added when it does not already close the issue with a closing

@@ -12,15 +12,18 @@ use async_trait::async_trait;
 use secrecy::SecretString;
 use serde_json::json;
 
+mod activity;
 pub mod api;
+pub mod dashboard;
 mod json;
+pub mod org;
 
 use api::{Api, Method, encode, parse_list, parse_object};
 use json::{CommentJson, HeadJson, IssueJson, PullJson, UserJson};
 
 use super::{
-    Forge, ForgeError, IssueComment, OWN_QUESTION_AUTHOR, OpenPullRequest, PullRequest, PullRequestDraft, TaskIssue,
-    body_with_issue,
+    DashboardUpdate, Forge, ForgeError, IssueComment, OWN_QUESTION_AUTHOR, OpenPullRequest, PullRequest,
+    PullRequestActivity, PullRequestDraft, TaskIssue, body_with_issue,
 };
 use crate::config::GitHubSettings;
 use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
@@ -313,6 +316,18 @@ impl Forge for GitHubForge {
             .filter(|url| !url.is_empty())
             .unwrap_or_else(|| format!("issue #{number} of {}", self.repo()));
         Ok(Some(url))
+    }
+
+    async fn pull_request_activity(
+        &self,
+        _base: &str,
+        since: jiff::Timestamp,
+    ) -> Result<PullRequestActivity, ForgeError> {
+        self.activity(since).await
+    }
+
+    async fn update_dashboard(&self, body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
+        self.write_dashboard(body).await.map(Some)
     }
 }
 
