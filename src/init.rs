@@ -84,7 +84,10 @@ pub fn run(args: &InitArgs) -> ExitStatus {
 /// Writes both files into `dir`; returns their paths. Checks both before writing either, and
 /// creates each with `create_new`, so a file that appears meanwhile is not overwritten either.
 pub fn init(dir: &Path) -> Result<Vec<PathBuf>, InitError> {
-    write_files(dir, &[(REPO_CONFIG_FILE, CONFIG_TEMPLATE), (WORKFLOW_FILE, WORKFLOW_TEMPLATE)])
+    write_files(
+        dir,
+        &[(REPO_CONFIG_FILE, CONFIG_TEMPLATE), (WORKFLOW_FILE, WORKFLOW_TEMPLATE)],
+    )
 }
 
 /// Writes the fleet workflow into `dir`, on the same terms as [`init`].
@@ -159,5 +162,25 @@ mod tests {
         assert_eq!(parsed.max_turns, Some(crate::config::DEFAULT_MAX_TURNS));
         assert_eq!(parsed.protected_paths, Some(vec!["LICENSE".to_owned()]));
         assert!(parsed.base.is_some() && parsed.instructions.is_some());
+        assert_eq!(parsed.pr_limit, Some(crate::fleet::limits::DEFAULT_PR_LIMIT));
+        assert_eq!(
+            parsed.pr_hourly_limit,
+            Some(crate::fleet::limits::DEFAULT_PR_HOURLY_LIMIT)
+        );
+        assert!(parsed.schedule.is_some() && parsed.timezone.is_some());
+        assert_eq!(parsed.dashboard, Some(false));
+    }
+
+    #[test]
+    fn init_fleet_writes_only_the_fleet_workflow_and_never_overwrites() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written = init_fleet(dir.path()).expect("writes");
+        assert_eq!(written, [dir.path().join(FLEET_WORKFLOW_FILE)]);
+        assert_eq!(
+            std::fs::read_to_string(&written[0]).expect("read"),
+            FLEET_WORKFLOW_TEMPLATE
+        );
+        assert!(!dir.path().join(REPO_CONFIG_FILE).exists());
+        assert!(matches!(init_fleet(dir.path()), Err(InitError::Exists(_))));
     }
 }
