@@ -596,7 +596,9 @@ impl Runner<'_> {
             .limits
             .check(forge, &base, &self.pull_requests, jiff::Timestamp::now())
             .await
-            .map_err(|error| RunError::Failure(anyhow::Error::new(error).context("checking pr_limit and pr_hourly_limit")))?;
+            .map_err(|error| {
+                RunError::Failure(anyhow::Error::new(error).context("checking pr_limit and pr_hourly_limit"))
+            })?;
         if let Some(held) = held {
             return Ok(self.held(held));
         }

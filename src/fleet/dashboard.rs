@@ -53,7 +53,9 @@ pub async fn update(forge: &dyn Forge, plan: &DashboardPlan, summary: &RunSummar
                 },
             );
         }
-        Ok(None) => events.say("upkeep: no dashboard written: dry runs write none, and only the github forge keeps one"),
+        Ok(None) => {
+            events.say("upkeep: no dashboard written: dry runs write none, and only the github forge keeps one")
+        }
         Err(error) => events.say(&format!("upkeep: warning: the dashboard was not updated: {error}")),
     }
 }
@@ -113,11 +115,22 @@ pub fn render(plan: &DashboardPlan, state: &ForgeState, summary: &RunSummary, no
     );
     for pull_request in &summary.pull_requests {
         let verb = if pull_request.updated { "updated" } else { "opened" };
-        let _ = writeln!(text, "- {verb} {}", reference(pull_request.number, &pull_request.branch));
+        let _ = writeln!(
+            text,
+            "- {verb} {}",
+            reference(pull_request.number, &pull_request.branch)
+        );
     }
     if let Some(error) = &summary.error {
         let line = error.lines().next().unwrap_or_default();
-        let _ = writeln!(text, "- error: {}", code(&crate::text::marked(crate::text::prefix_chars(line, MAX_ERROR_CHARS), "…")));
+        let _ = writeln!(
+            text,
+            "- error: {}",
+            code(&crate::text::marked(
+                crate::text::prefix_chars(line, MAX_ERROR_CHARS),
+                "…"
+            ))
+        );
     }
 
     let _ = writeln!(text, "\n### Open pull requests\n");
@@ -146,7 +159,9 @@ pub fn render(plan: &DashboardPlan, state: &ForgeState, summary: &RunSummary, no
         state.open.len(),
         limit(plan.limits.pr_limit)
     );
-    let hourly = state.opened_last_hour.map_or_else(|| "unknown".to_owned(), |n| n.to_string());
+    let hourly = state
+        .opened_last_hour
+        .map_or_else(|| "unknown".to_owned(), |n| n.to_string());
     let _ = writeln!(
         text,
         "- opened in the last hour: {hourly} (`pr_hourly_limit`: {})",

@@ -38,7 +38,11 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         }],
         issues: vec![
             issue(12, "Fix typo", &[]),
-            issue(7, "Rename @alice's module", &[("alice", "please"), (OWN_QUESTION_AUTHOR, "Which name?")]),
+            issue(
+                7,
+                "Rename @alice's module",
+                &[("alice", "please"), (OWN_QUESTION_AUTHOR, "Which name?")],
+            ),
             issue(9, "Add docs", &[(OWN_QUESTION_AUTHOR, "Where?"), ("bob", "in docs/")]),
         ],
         opened_last_hour: Some(1),

@@ -19,7 +19,11 @@ fn a_repository_tightens_but_never_loosens() {
     ];
     for (repository, pr_limit, hourly) in cases {
         let limits = Limits::resolve(&operator, &file(repository));
-        assert_eq!((limits.pr_limit, limits.pr_hourly_limit), (pr_limit, hourly), "{repository:?}");
+        assert_eq!(
+            (limits.pr_limit, limits.pr_hourly_limit),
+            (pr_limit, hourly),
+            "{repository:?}"
+        );
     }
     let defaults = Limits::resolve(&FileConfig::default(), &FileConfig::default());
     assert_eq!(defaults.pr_limit, Some(DEFAULT_PR_LIMIT));
@@ -39,11 +43,19 @@ fn both_schedules_must_allow_the_moment() {
             .timestamp()
     };
     assert!(limits.outside_schedule(at(21)).is_none());
-    let held = limits.outside_schedule(at(23)).expect("the repository's window is closed");
+    let held = limits
+        .outside_schedule(at(23))
+        .expect("the repository's window is closed");
     assert_eq!(held.by, HeldBy::Schedule);
     assert!(held.message.contains("before 23:00"), "{}", held.message);
-    let held = limits.outside_schedule(at(12)).expect("the operator's window is closed");
-    assert!(held.message.contains("opens next at Tue 20:00 (UTC)"), "{}", held.message);
+    let held = limits
+        .outside_schedule(at(12))
+        .expect("the operator's window is closed");
+    assert!(
+        held.message.contains("opens next at Tue 20:00 (UTC)"),
+        "{}",
+        held.message
+    );
 }
 
 /// A forge that reports fixed activity.
@@ -63,11 +75,7 @@ impl Forge for Counting {
     async fn post_question(&self, _issue: Option<u64>, _question: &str) -> Result<Option<String>, ForgeError> {
         Ok(None)
     }
-    async fn pull_request_activity(
-        &self,
-        _base: &str,
-        _since: Timestamp,
-    ) -> Result<PullRequestActivity, ForgeError> {
+    async fn pull_request_activity(&self, _base: &str, _since: Timestamp) -> Result<PullRequestActivity, ForgeError> {
         Ok(self.0.clone())
     }
 }
@@ -108,7 +116,11 @@ async fn open_and_hourly_counts_hold_the_cycle() {
         .expect("checked")
         .expect("held");
     assert_eq!(held.by, HeldBy::PrLimit);
-    assert!(held.message.contains("2 bot pull requests are open (limit 2)"), "{}", held.message);
+    assert!(
+        held.message.contains("2 bot pull requests are open (limit 2)"),
+        "{}",
+        held.message
+    );
     // The same branch reported by the forge is not counted twice.
     let shown = Counting(PullRequestActivity {
         open: branches(&["upkeep/a"]),

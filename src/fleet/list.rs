@@ -48,16 +48,20 @@ struct TomlList {
 pub fn read_list(path: &Path, github_server: &str) -> Result<Vec<FleetEntry>, ConfigError> {
     let text = read_capped(path)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let is_toml = path.extension().is_some_and(|extension| extension.eq_ignore_ascii_case("toml"));
+    let is_toml = path
+        .extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("toml"));
     if is_toml {
-        let list: TomlList = toml::from_str(&text)
-            .map_err(|error| ConfigError(format!("--repos {}: {error}", path.display())))?;
+        let list: TomlList =
+            toml::from_str(&text).map_err(|error| ConfigError(format!("--repos {}: {error}", path.display())))?;
         return list
             .repos
             .into_iter()
             .enumerate()
             .map(|(index, mut table)| {
-                let problem = |error: String| ConfigError(format!("--repos {}: [[repos]] #{}: {error}", path.display(), index + 1));
+                let problem = |error: String| {
+                    ConfigError(format!("--repos {}: [[repos]] #{}: {error}", path.display(), index + 1))
+                };
                 let repo = match table.remove("repo") {
                     Some(toml::Value::String(repo)) => repo,
                     _ => return Err(problem("needs `repo = \"owner/name\"` (or a URL or a path)".into())),
@@ -86,7 +90,8 @@ pub fn read_list(path: &Path, github_server: &str) -> Result<Vec<FleetEntry>, Co
 
 fn read_capped(path: &Path) -> Result<String, ConfigError> {
     use std::io::Read as _;
-    let file = std::fs::File::open(path).map_err(|error| ConfigError(format!("--repos {}: {error}", path.display())))?;
+    let file =
+        std::fs::File::open(path).map_err(|error| ConfigError(format!("--repos {}: {error}", path.display())))?;
     let mut text = String::new();
     file.take(MAX_LIST_BYTES + 1)
         .read_to_string(&mut text)
@@ -113,7 +118,9 @@ fn entry_for(spec: &str, dir: &Path, github_server: &str) -> Result<FleetEntry, 
     let local = (!is_url && !Path::new(spec).is_absolute())
         .then(|| dir.join(spec))
         .filter(|candidate| candidate.exists());
-    let repo_arg = local.as_ref().map_or_else(|| spec.to_owned(), |path| path.display().to_string());
+    let repo_arg = local
+        .as_ref()
+        .map_or_else(|| spec.to_owned(), |path| path.display().to_string());
     let (display, key) = match RepoSource::parse(&repo_arg, github_server) {
         Ok(source) => (source.display_name(), normalised_name(&source)),
         Err(_) => (spec.to_owned(), spec.to_owned()),
@@ -152,7 +159,9 @@ fn normalised_url(url: &str) -> String {
         // `git@host:path`
         None => url.replacen(':', "/", 1),
     };
-    let rest = rest.rsplit_once('@').map_or(rest.as_str(), |(_, host_and_path)| host_and_path);
+    let rest = rest
+        .rsplit_once('@')
+        .map_or(rest.as_str(), |(_, host_and_path)| host_and_path);
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
     let path = path.trim_end_matches('/');
     let path = path.strip_suffix(".git").unwrap_or(path).trim_end_matches('/');

@@ -104,5 +104,10 @@ fn a_toml_list_carries_per_repository_options() {
     let error = read_list(&typo, SERVER).expect_err("unknown key").to_string();
     assert!(error.contains("max_cots") && error.contains("[[repos]] #1"), "{error}");
     let missing = write(dir.path(), "missing.toml", "[[repos]]\nmax_cost = 1.0\n");
-    assert!(read_list(&missing, SERVER).expect_err("no repo").to_string().contains("needs `repo"));
+    assert!(
+        read_list(&missing, SERVER)
+            .expect_err("no repo")
+            .to_string()
+            .contains("needs `repo")
+    );
 }

@@ -124,6 +124,9 @@ mod tests {
             assert_eq!(with(&[*status, ExitStatus::Done]), *status);
         }
         assert_eq!(with(&[]), ExitStatus::Done);
-        assert_eq!(with(&[ExitStatus::Usage, ExitStatus::Failure, ExitStatus::Question]), ExitStatus::Failure);
+        assert_eq!(
+            with(&[ExitStatus::Usage, ExitStatus::Failure, ExitStatus::Question]),
+            ExitStatus::Failure
+        );
     }
 }

@@ -68,7 +68,10 @@ impl From<ForgeName> for ForgeKind {
 impl RunOverrides {
     /// Paths in the list are relative to the list file's directory.
     pub fn relative_to(mut self, dir: &Path) -> Self {
-        for path in [&mut self.task_file, &mut self.replay, &mut self.config].into_iter().flatten() {
+        for path in [&mut self.task_file, &mut self.replay, &mut self.config]
+            .into_iter()
+            .flatten()
+        {
             if path.is_relative() {
                 *path = dir.join(&*path);
             }

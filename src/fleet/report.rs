@@ -91,7 +91,10 @@ pub fn finished(
 /// A fleet that could not start: the reason, and `fleet_finished` with no repositories.
 pub fn start_failed(events: Option<&EventSink>, message: &str, status: ExitStatus) -> ExitStatus {
     let redactor = Redactor::from_env();
-    eprintln!("upkeep fleet: {}", crate::text::escape_terminal(&redactor.redact(message)));
+    eprintln!(
+        "upkeep fleet: {}",
+        crate::text::escape_terminal(&redactor.redact(message))
+    );
     if let Some(events) = events {
         run::emit(
             events,

@@ -195,7 +195,11 @@ async fn execute(plan: &FleetPlan, defaults: &RunArgs, cancel: &CancellationToke
         let task = running.spawn(async move {
             // Settled and freed on every way out of the task, a crash included.
             let _slot = slot;
-            let settle = SettleOnDrop { budget, share, spent: 0.0 };
+            let settle = SettleOnDrop {
+                budget,
+                share,
+                spent: 0.0,
+            };
             let outcome = run_repository(&entry, defaults, share, cancel).await;
             settle.with(outcome.cost_usd);
             (index, outcome)

@@ -72,14 +72,14 @@ impl ScheduleKeys {
         let windows = match schedule {
             None => None,
             Some([]) => {
-                return Err(
-                    "invalid `schedule`: the list is empty (leave the key out to allow every hour)".to_owned(),
-                );
+                return Err("invalid `schedule`: the list is empty (leave the key out to allow every hour)".to_owned());
             }
             Some(entries) => Some(
                 entries
                     .iter()
-                    .map(|entry| parse_entry(entry).map_err(|error| format!("invalid `schedule` entry {entry:?}: {error}")))
+                    .map(|entry| {
+                        parse_entry(entry).map_err(|error| format!("invalid `schedule` entry {entry:?}: {error}"))
+                    })
                     .collect::<Result<Vec<_>, _>>()?,
             ),
         };
@@ -247,7 +247,15 @@ fn parse_days(spec: &str) -> Result<u8, String> {
 
 /// Monday = 0 .. Sunday = 6.
 fn weekday(name: &str) -> Result<u8, String> {
-    const NAMES: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+    const NAMES: [&str; 7] = [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ];
     let name = name.to_ascii_lowercase();
     NAMES
         .iter()

@@ -32,7 +32,10 @@ fn separate_after_and_before_entries_make_the_night() {
 fn a_window_that_wraps_midnight_and_days_of_the_week() {
     let weeknights = schedule(&["22:00-06:00 on mon-fri"], None);
     assert!(weeknights.allows(at("2024-01-05T23:00", "UTC")), "Friday night");
-    assert!(!weeknights.allows(at("2024-01-06T01:00", "UTC")), "Saturday is not mon-fri");
+    assert!(
+        !weeknights.allows(at("2024-01-06T01:00", "UTC")),
+        "Saturday is not mon-fri"
+    );
     assert!(weeknights.allows(at("2024-01-08T01:00", "UTC")), "Monday early");
     let weekends = schedule(&["on sat, sun"], None);
     assert!(weekends.allows(at("2024-01-06T12:00", "UTC")));
@@ -71,7 +74,10 @@ fn the_next_opening_is_found() {
     let night = schedule(&["after 22:00"], None);
     let now = at("2024-01-02T14:03", "UTC");
     assert_eq!(night.next_opening(now), Some(at("2024-01-02T22:00", "UTC")));
-    assert_eq!(night.next_opening(at("2024-01-02T22:10", "UTC")), Some(at("2024-01-02T22:10", "UTC")));
+    assert_eq!(
+        night.next_opening(at("2024-01-02T22:10", "UTC")),
+        Some(at("2024-01-02T22:10", "UTC"))
+    );
 }
 
 #[test]
@@ -87,9 +93,16 @@ fn mistakes_are_errors_naming_the_entry() {
         ("on", "needs days"),
     ] {
         let error = ScheduleKeys::parse(Some(&[entry.to_owned()]), None).expect_err(entry);
-        assert!(error.contains(expected) && error.contains("schedule"), "{entry}: {error}");
+        assert!(
+            error.contains(expected) && error.contains("schedule"),
+            "{entry}: {error}"
+        );
     }
-    assert!(ScheduleKeys::parse(Some(&[]), None).expect_err("empty list").contains("empty"));
+    assert!(
+        ScheduleKeys::parse(Some(&[]), None)
+            .expect_err("empty list")
+            .contains("empty")
+    );
     let error = ScheduleKeys::parse(None, Some("Mars/Olympus")).expect_err("unknown zone");
     assert!(error.contains("timezone"), "{error}");
 }

@@ -23,7 +23,11 @@ fn total(outcomes: &[RepoOutcome]) -> [String; 5] {
     [
         format!("{} repositories", outcomes.len()),
         String::new(),
-        outcomes.iter().map(|o| o.pull_requests.len()).sum::<usize>().to_string(),
+        outcomes
+            .iter()
+            .map(|o| o.pull_requests.len())
+            .sum::<usize>()
+            .to_string(),
         outcomes.iter().map(|o| o.questions).sum::<u32>().to_string(),
         format!("${:.4}", outcomes.iter().map(|o| o.cost_usd).sum::<f64>()),
     ]
@@ -92,7 +96,11 @@ pub fn render_markdown(title: &str, outcomes: &[RepoOutcome]) -> String {
         let _ = writeln!(text, "| {} |", row.join(" | "));
     }
     let totals = total(outcomes).map(|cell| markdown_cell(&cell));
-    let _ = writeln!(text, "| **{}** | {} | {} | {} | {} |", totals[0], totals[1], totals[2], totals[3], totals[4]);
+    let _ = writeln!(
+        text,
+        "| **{}** | {} | {} | {} | {} |",
+        totals[0], totals[1], totals[2], totals[3], totals[4]
+    );
     text
 }
 
@@ -116,11 +124,23 @@ mod tests {
         ];
         let text = render_text(&outcomes);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "repository        outcome       pull requests  questions     cost");
-        assert_eq!(lines[1], "octo/a            pull_request              1          0  $0.5000");
-        assert_eq!(lines[2], "octo/longer-name  no_tasks                  0          0  $0.2500");
+        assert_eq!(
+            lines[0],
+            "repository        outcome       pull requests  questions     cost"
+        );
+        assert_eq!(
+            lines[1],
+            "octo/a            pull_request              1          0  $0.5000"
+        );
+        assert_eq!(
+            lines[2],
+            "octo/longer-name  no_tasks                  0          0  $0.2500"
+        );
         assert!(lines[3].starts_with("----------------"));
-        assert_eq!(lines[4], "2 repositories                              1          0  $0.7500");
+        assert_eq!(
+            lines[4],
+            "2 repositories                              1          0  $0.7500"
+        );
         assert_eq!(lines[5], "octo/a: https://github.com/octo/a/pull/1");
     }
 
@@ -128,7 +148,10 @@ mod tests {
     fn markdown_cells_cannot_break_the_table() {
         let outcomes = [outcome("octo/a|b", "error\n<script>", &["https://x/pull/1)"], 0.0)];
         let text = render_markdown("shard 0/2", &outcomes);
-        assert!(text.contains("| octo/a\\|b | error &lt;script&gt; | [1](https://x/pull/1%29) |"), "{text}");
+        assert!(
+            text.contains("| octo/a\\|b | error &lt;script&gt; | [1](https://x/pull/1%29) |"),
+            "{text}"
+        );
         assert!(text.starts_with("## shard 0/2\n"));
     }
 }

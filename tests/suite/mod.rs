@@ -4,6 +4,7 @@ mod budgets;
 mod command_line;
 mod commands;
 mod core;
+mod fleet;
 mod git_boundary;
 mod git_http_server;
 mod git_proxy;

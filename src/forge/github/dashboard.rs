@@ -54,7 +54,12 @@ impl GitHubForge {
             .into_iter()
             .filter_map(|value| serde_json::from_value::<DashboardIssue>(value).ok())
             .filter(|issue| issue.pull_request.is_none())
-            .filter(|issue| issue.body.as_deref().is_some_and(|body| body.contains(DASHBOARD_MARKER)))
+            .filter(|issue| {
+                issue
+                    .body
+                    .as_deref()
+                    .is_some_and(|body| body.contains(DASHBOARD_MARKER))
+            })
             .filter(|issue| match (bot, &issue.user) {
                 (Some(bot), Some(user)) => user.login.eq_ignore_ascii_case(bot),
                 (Some(_), None) => false,
@@ -111,7 +116,8 @@ impl GitHubForge {
                 self.close_duplicates(keeper.number, &now).await?;
                 // Listings can lag behind a create: make sure this run's own issue is closed.
                 if !now.iter().any(|issue| issue.number == created.number) {
-                    self.close_duplicates(keeper.number, std::slice::from_ref(&created)).await?;
+                    self.close_duplicates(keeper.number, std::slice::from_ref(&created))
+                        .await?;
                 }
                 Ok(DashboardUpdate::Updated(url))
             }

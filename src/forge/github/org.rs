@@ -103,7 +103,10 @@ pub async fn list_repositories(
         pages += 1;
         if pages >= MAX_PAGES {
             if answer.next_page().is_some() {
-                tracing::warn!("{org} has more than {} repositories; only the first are taken", MAX_PAGES * 100);
+                tracing::warn!(
+                    "{org} has more than {} repositories; only the first are taken",
+                    MAX_PAGES * 100
+                );
             }
             break;
         }
