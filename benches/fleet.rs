@@ -162,8 +162,22 @@ fn bench_fleet(jobs: u32, list: &Path, script: &Path, temp: &Path, work: &Path, 
     let mut peak = 0;
     for run in 0..runs {
         let trace = work.join(format!("fleet-{jobs}-{run}.jsonl"));
-        let mut args = os(&["fleet", "--forge", "none", "--quiet", "--jobs", &jobs.to_string(), "--repos"]);
-        args.extend([list.into(), "--replay".into(), script.into(), "--trace".into(), trace.clone().into()]);
+        let mut args = os(&[
+            "fleet",
+            "--forge",
+            "none",
+            "--quiet",
+            "--jobs",
+            &jobs.to_string(),
+            "--repos",
+        ]);
+        args.extend([
+            list.into(),
+            "--replay".into(),
+            script.into(),
+            "--trace".into(),
+            trace.clone().into(),
+        ]);
         let measured = measure(&args, temp);
         let finished = events(&trace, "fleet_finished");
         let outcomes = finished[0]["outcomes"].as_array().expect("outcomes");
@@ -173,7 +187,12 @@ fn bench_fleet(jobs: u32, list: &Path, script: &Path, temp: &Path, work: &Path, 
             "every repository did its work: {}",
             finished[0]
         );
-        eprintln!("[--jobs {jobs}] run {}: {:.2?}, peak {} KiB", run + 1, measured.wall, measured.peak_kib);
+        eprintln!(
+            "[--jobs {jobs}] run {}: {:.2?}, peak {} KiB",
+            run + 1,
+            measured.wall,
+            measured.peak_kib
+        );
         walls.push(measured.wall);
         peak = peak.max(measured.peak_kib);
     }
@@ -246,7 +265,10 @@ fn report(single: &Measured, fleets: &[FleetFigure]) {
     );
     verdict(
         eight.per_minute() >= RATE_GOAL,
-        &format!("--jobs 8: {:.0} repositories per minute (goal >= {RATE_GOAL:.0})", eight.per_minute()),
+        &format!(
+            "--jobs 8: {:.0} repositories per minute (goal >= {RATE_GOAL:.0})",
+            eight.per_minute()
+        ),
     );
 }
 
@@ -275,18 +297,25 @@ fn target_dir() -> PathBuf {
 /// The served root holding `bench/repo-NN.git`, built once and cached (built aside and renamed
 /// into place, so an interrupted build leaves no half-made cache).
 fn bench_repos() -> PathBuf {
-    let root = target_dir().join("bench-repos").join(format!("fleet-v{GENERATOR_VERSION}"));
+    let root = target_dir()
+        .join("bench-repos")
+        .join(format!("fleet-v{GENERATOR_VERSION}"));
     if root.join("ready").is_file() {
         return root;
     }
-    let building = target_dir().join("bench-repos").join(format!("fleet-building-{}", std::process::id()));
+    let building = target_dir()
+        .join("bench-repos")
+        .join(format!("fleet-building-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&building);
     eprintln!("building {REPOSITORIES} repositories under {}...", root.display());
     for index in 0..REPOSITORIES {
         let work = building.join("work").join(index.to_string());
         std::fs::create_dir_all(work.join("src")).expect("mkdir");
-        std::fs::write(work.join("README.md"), format!("# Repository {index}\n\nA fleet benchmark repository.\n"))
-            .expect("write");
+        std::fs::write(
+            work.join("README.md"),
+            format!("# Repository {index}\n\nA fleet benchmark repository.\n"),
+        )
+        .expect("write");
         std::fs::write(work.join("TODO.md"), "- [ ] add notes\n").expect("write");
         for file in 0..FILES_PER_REPOSITORY {
             std::fs::write(
@@ -320,7 +349,11 @@ fn git(dir: &Path, args: &[&str]) {
         .env("GIT_COMMITTER_EMAIL", "bench@example.com")
         .output()
         .expect("run git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 fn path_str(path: &Path) -> &str {

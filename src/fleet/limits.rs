@@ -12,6 +12,9 @@
 //!   and their pull requests), plus what this run opened where the forge keeps nothing
 //!   (`--dry-run`, `--forge none`). A worker that crashes loses nothing, and any worker can take
 //!   any repository.
+//! - `pr_hourly_limit` applies where the forge records when a pull request was opened (GitHub,
+//!   and dry runs against it). The local forge's pull requests are branch descriptions with no
+//!   such record, on a machine whose CI nobody shares: there only `pr_limit` applies.
 //! - A repository can tighten the operator's limits, never loosen them: the smaller limit wins
 //!   (0 means "no limit", as in Renovate, so a repository's 0 leaves the operator's limit in
 //!   place), and both the operator's and the repository's schedule must allow the moment.
@@ -138,8 +141,12 @@ impl Limits {
                 ),
             }));
         }
-        // Where the forge keeps no dates, this run's own pull requests are the hour's.
-        let recent = merged_count(activity.opened_since.as_deref().unwrap_or_default(), &opened_here);
+        // Only where the forge records when pull requests were opened (GitHub): a local
+        // repository's branches carry no such record, and nothing there floods anyone's CI.
+        let Some(opened_since) = activity.opened_since.as_deref() else {
+            return Ok(None);
+        };
+        let recent = merged_count(opened_since, &opened_here);
         if let Some(limit) = self.pr_hourly_limit.filter(|&limit| recent >= limit as usize) {
             return Ok(Some(Held {
                 by: HeldBy::PrHourlyLimit,

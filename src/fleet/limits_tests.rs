@@ -134,4 +134,15 @@ async fn open_and_hourly_counts_hold_the_cycle() {
     assert_eq!(held.by, HeldBy::PrHourlyLimit);
     let unlimited = Limits::default();
     assert_eq!(unlimited.check(&shown, "main", &[], now).await.expect("checked"), None);
+    // A forge without dates (local) is not held by the hour, even after this run's own.
+    let undated = Counting(PullRequestActivity {
+        open: Vec::new(),
+        opened_since: None,
+    });
+    let many = [opened("upkeep/x"), opened("upkeep/y"), opened("upkeep/z")];
+    let roomy = Limits {
+        pr_limit: Some(5),
+        ..limits
+    };
+    assert_eq!(roomy.check(&undated, "main", &many, now).await.expect("checked"), None);
 }

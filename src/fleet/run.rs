@@ -291,6 +291,12 @@ async fn run_repository(entry: &FleetEntry, mut args: RunArgs, share: Share, can
         }
     };
     config.fleet_member = Some(entry.display.clone());
+    if let Share::Capped(cap) = share {
+        eprintln!(
+            "[{}] upkeep: --fleet-max-cost: this repository may spend up to ${cap:.4} (as its --max-cost)",
+            crate::text::escape_terminal(&entry.display)
+        );
+    }
     for warning in crate::preflight::local_warnings(&config) {
         eprintln!(
             "[{}] upkeep: warning: {}",
@@ -312,7 +318,7 @@ pub(super) fn finished_event(outcomes: &[RepoOutcome], status: ExitStatus) -> Ev
         repos: outcomes.len(),
         outcomes: outcomes.to_vec(),
         usage,
-        cost_usd: outcomes.iter().map(|outcome| outcome.cost_usd).sum(),
+        cost_usd: super::table::total_cost(outcomes),
         exit_code: status.code(),
     }
 }

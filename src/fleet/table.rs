@@ -29,8 +29,13 @@ fn total(outcomes: &[RepoOutcome]) -> [String; 5] {
             .sum::<usize>()
             .to_string(),
         outcomes.iter().map(|o| o.questions).sum::<u32>().to_string(),
-        format!("${:.4}", outcomes.iter().map(|o| o.cost_usd).sum::<f64>()),
+        format!("${:.4}", total_cost(outcomes)),
     ]
+}
+
+/// The fleet's cost. (Summed from +0.0: an empty `f64` sum is -0.0, which prints as "$-0.0000".)
+pub fn total_cost(outcomes: &[RepoOutcome]) -> f64 {
+    outcomes.iter().fold(0.0, |total, outcome| total + outcome.cost_usd)
 }
 
 /// The table for a terminal (column widths from the content; numbers right-aligned).
@@ -142,6 +147,8 @@ mod tests {
             "2 repositories                              1          0  $0.7500"
         );
         assert_eq!(lines[5], "octo/a: https://github.com/octo/a/pull/1");
+        // An empty shard costs $0.0000, not "-0" (an empty f64 sum is negative zero).
+        assert!(render_text(&[]).trim_end().ends_with("0          0  $0.0000"), "{}", render_text(&[]));
     }
 
     #[test]

@@ -9,6 +9,8 @@ use super::support::{RunOutput, Script, TestRepo, finish, reply};
 
 /// The fake's bodies against GitHub's published API description.
 mod conformance;
+/// Every command and file shown in docs/fleet.md, run and read.
+mod docs;
 /// The dashboard issue: created once, edited after, single under a race.
 mod dashboard;
 /// The engines: the Actions matrix workflow and the Kubernetes manifests.

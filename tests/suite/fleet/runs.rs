@@ -242,3 +242,51 @@ fn fleet_usage_errors_exit_2_before_any_work() {
         neither.stderr
     );
 }
+
+/// `--fleet-max-cost` binds the whole fleet: each run gets a share of what is left as its cost
+/// budget, so the runs together never spend more than the fleet budget, and once it is spent
+/// the rest stop before their first model call (exit 4: a budget cut them short).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_fleet_budget_binds_every_repository_together() {
+    let repos = [TestRepo::new(), TestRepo::new(), TestRepo::new()];
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = list_file(dir.path(), &repos.iter().collect::<Vec<_>>());
+    // Every reply reads a file (the cycle never ends by itself) and reports 5000 + 500 tokens:
+    // $0.014 a call at gpt-4.1's built-in price.
+    let content = super::super::support::reply("read", &[("read_file", json!({"path": "README.md"}))]);
+    let mut expensive = chat_completion(&content);
+    expensive["usage"] = json!({"prompt_tokens": 5000, "completion_tokens": 500, "total_tokens": 5500});
+    let model = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(expensive))
+        .mount(&model)
+        .await;
+    let out = Upkeep::new()
+        .args(["fleet", "--repos"])
+        .args([&list])
+        .args([
+            "--jobs",
+            "1",
+            "--json",
+            "--task",
+            "t",
+            "--model",
+            "gpt-4.1",
+            "--provider",
+            "openai",
+        ])
+        .args(["--fleet-max-cost", "0.03", "--base-url"])
+        .args([format!("{}/v1", model.uri())])
+        .run_async()
+        .await;
+    out.assert_code(4);
+    let finished = fleet_finished(&out);
+    let total = finished["cost_usd"].as_f64().expect("cost");
+    assert!(total > 0.0 && total <= 0.03, "spent {total}");
+    let calls = model.received_requests().await.map_or(0, |r| r.len());
+    assert_eq!(calls, 2, "two calls fit in $0.03, a third would not");
+    let got: Vec<(String, String)> = outcomes(&out);
+    assert!(got.iter().all(|(_, outcome)| outcome == "limit"), "{got:?}");
+    // The later repositories stopped before any call, and said which budget.
+    assert!(out.stderr.contains("--max-cost"), "{}", out.stderr);
+}

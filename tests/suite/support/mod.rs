@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod git_http;
+pub mod github_bodies;
 pub mod github_fleet;
 
 use std::path::{Path, PathBuf};
