@@ -21,12 +21,15 @@
 
 #[path = "../tests/suite/support/git_http.rs"]
 mod git_http;
+#[path = "support/measure.rs"]
+mod measure;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use measure::{MEASURE_CHILD, env_number, machine, measure_child, median, target_dir};
 use serde_json::{Value, json};
 
 /// Bumped whenever the generated repositories change.
@@ -34,8 +37,6 @@ const GENERATOR_VERSION: u32 = 1;
 const REPOSITORIES: usize = 50;
 const FILES_PER_REPOSITORY: usize = 20;
 const JOBS: [u32; 3] = [1, 4, 8];
-/// First argument that makes this binary a measuring wrapper around one child.
-const MEASURE_CHILD: &str = "--measure-child";
 
 /// The goals, and why.
 const GOALS: &str = "\
@@ -288,12 +289,6 @@ fn reply() -> String {
 
 // ---- repositories ----
 
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
-}
-
 /// The served root holding `bench/repo-NN.git`, built once and cached (built aside and renamed
 /// into place, so an interrupted build leaves no half-made cache).
 fn bench_repos() -> PathBuf {
@@ -362,24 +357,6 @@ fn path_str(path: &Path) -> &str {
 
 // ---- measuring ----
 
-/// As the wrapper: runs the program (its only child), then prints its peak resident set in
-/// KiB and its exit code.
-fn measure_child(args: &[OsString]) -> ! {
-    let Some((program, rest)) = args.split_first() else {
-        eprintln!("{MEASURE_CHILD} PROGRAM [ARGS...]");
-        std::process::exit(2);
-    };
-    let status = Command::new(program)
-        .args(rest)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
-        .expect("run the measured program");
-    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).expect("getrusage");
-    println!("{} {}", usage.max_rss(), status.code().unwrap_or(-1));
-    std::process::exit(0);
-}
-
 /// Where clones go: `UPKEEP_BENCH_TMPDIR`, else `/dev/shm`, else the system's.
 fn clone_dir() -> PathBuf {
     match std::env::var_os("UPKEEP_BENCH_TMPDIR") {
@@ -390,41 +367,10 @@ fn clone_dir() -> PathBuf {
     }
 }
 
-fn env_number(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(value) => value
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number, not {value:?}")),
-        Err(_) => default,
-    }
-}
-
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    match values.len() {
-        0 => Duration::ZERO,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2,
-    }
-}
-
 fn ms(duration: Duration) -> String {
     format!("{:.0} ms", duration.as_secs_f64() * 1000.0)
 }
 
 fn memory(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
-}
-
-fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory = meminfo
-        .lines()
-        .find_map(|line| line.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kib| format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0))
-        .unwrap_or_else(|| "unknown".into());
-    format!("machine: {cpus} CPUs, {memory} memory")
 }

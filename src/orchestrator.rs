@@ -140,18 +140,18 @@ pub fn redactor_for(config: &Config) -> Redactor {
     redactor
 }
 
+/// Opens `--trace FILE` for appending (runs of a fleet share it).
+pub fn open_trace(path: &std::path::Path) -> Result<std::fs::File, ConfigError> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|error| ConfigError::key("--trace", format!("{}: {error}", path.display())))
+}
+
 /// Opens the event sink a run writes to.
 pub fn event_sink(config: &Config) -> Result<EventSink, ConfigError> {
-    let trace = match &config.trace {
-        Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|error| ConfigError::key("--trace", format!("{}: {error}", path.display())))?,
-        ),
-        None => None,
-    };
+    let trace = config.trace.as_deref().map(open_trace).transpose()?;
     let verbosity = if config.quiet {
         Verbosity::Quiet
     } else {
@@ -212,6 +212,18 @@ impl RunSummary {
             pull_requests: Vec::new(),
             question: None,
             error: Some(error.to_string()),
+        }
+    }
+
+    /// The `run_finished` event that says how this run ended.
+    pub fn finished_event(&self) -> Event {
+        Event::RunFinished {
+            outcome: self.outcome.clone(),
+            exit_code: self.status.code(),
+            cycles: self.cycles,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            error: self.error.clone(),
         }
     }
 }
@@ -314,17 +326,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             Err(error) => events.say(&format!("upkeep: warning: the dashboard was not updated: {error}")),
         }
     }
-    events.emit(
-        Scope::default(),
-        Event::RunFinished {
-            outcome: summary.outcome.clone(),
-            exit_code: status.code(),
-            cycles: summary.cycles,
-            usage,
-            cost_usd,
-            error: summary.error.clone(),
-        },
-    );
+    events.emit(Scope::default(), summary.finished_event());
     summary
 }
 

@@ -115,22 +115,12 @@ pub fn start_failed(events: Option<&EventSink>, message: &str, status: ExitStatu
 pub fn repository_usage_error(args: &RunArgs, repo: &str, summary: &RunSummary) {
     let trace = args
         .trace
-        .as_ref()
-        .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
+        .as_deref()
+        .and_then(|path| crate::orchestrator::open_trace(path).ok());
     let events = EventSink::new(Redactor::from_env(), args.json, trace, Verbosity::Quiet).for_repo(repo.to_owned());
     events.say(&format!(
         "upkeep: configuration error: {}",
         summary.error.as_deref().unwrap_or_default()
     ));
-    events.emit(
-        Scope::default(),
-        Event::RunFinished {
-            outcome: summary.outcome.clone(),
-            exit_code: summary.status.code(),
-            cycles: 0,
-            usage: summary.usage,
-            cost_usd: 0.0,
-            error: summary.error.clone(),
-        },
-    );
+    events.emit(Scope::default(), summary.finished_event());
 }

@@ -88,16 +88,7 @@ pub async fn run(args: &FleetArgs, cancel: CancellationToken) -> ExitStatus {
 
 /// The fleet's own event sink: `fleet_finished` on stdout (`--json`) and in the trace.
 fn fleet_events(run: &RunArgs) -> Result<EventSink, ConfigError> {
-    let trace = match &run.trace {
-        Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|error| ConfigError::key("--trace", format!("{}: {error}", path.display())))?,
-        ),
-        None => None,
-    };
+    let trace = run.trace.as_deref().map(orchestrator::open_trace).transpose()?;
     let verbosity = if run.quiet { Verbosity::Quiet } else { Verbosity::Normal };
     Ok(EventSink::new(Redactor::from_env(), run.json, trace, verbosity))
 }

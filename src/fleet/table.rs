@@ -148,7 +148,11 @@ mod tests {
         );
         assert_eq!(lines[5], "octo/a: https://github.com/octo/a/pull/1");
         // An empty shard costs $0.0000, not "-0" (an empty f64 sum is negative zero).
-        assert!(render_text(&[]).trim_end().ends_with("0          0  $0.0000"), "{}", render_text(&[]));
+        assert!(
+            render_text(&[]).trim_end().ends_with("0          0  $0.0000"),
+            "{}",
+            render_text(&[])
+        );
     }
 
     #[test]

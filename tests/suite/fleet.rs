@@ -9,10 +9,10 @@ use super::support::{RunOutput, Script, TestRepo, finish, reply};
 
 /// The fake's bodies against GitHub's published API description.
 mod conformance;
-/// Every command and file shown in docs/fleet.md, run and read.
-mod docs;
 /// The dashboard issue: created once, edited after, single under a race.
 mod dashboard;
+/// Every command and file shown in docs/fleet.md, run and read.
+mod docs;
 /// The engines: the Actions matrix workflow and the Kubernetes manifests.
 mod engines;
 /// pr_limit, pr_hourly_limit, schedule.

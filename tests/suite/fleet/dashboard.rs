@@ -51,13 +51,7 @@ async fn the_dashboard_issue_is_created_once_and_then_edited() {
         issue(REPO, 5, 5, "Add a changelog", Some("please"), "alice", &["upkeep"]),
     );
     let script = nothing_to_do();
-    let run = || async {
-        hub.upkeep()
-            .args(["run", "--repo", REPO, "--json", "--replay"])
-            .args([script.path()])
-            .run_async()
-            .await
-    };
+    let run = || hub.run(&["run", "--repo", REPO], &script);
     let first = run().await;
     first.assert_code(0);
     assert_eq!(dashboard_event(&first)["action"], "created");

@@ -39,7 +39,8 @@ async fn every_file_and_command_in_the_fleet_docs_works() {
                 files += 1;
             }
             ("toml", "# .upkeep.toml") => {
-                let parsed = upkeep::config::FileConfig::parse_repository(content).expect("the documented .upkeep.toml");
+                let parsed =
+                    upkeep::config::FileConfig::parse_repository(content).expect("the documented .upkeep.toml");
                 assert!(parsed.schedule.is_some() && parsed.dashboard == Some(true));
             }
             ("sh", _) => commands.extend(content.lines().filter(|l| l.starts_with("upkeep ")).map(str::to_owned)),

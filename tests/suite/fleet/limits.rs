@@ -43,12 +43,7 @@ async fn pr_limit_reached_opens_nothing() {
         ],
     );
     let script = Script::new(&[propose("NEW.md")]);
-    let out = hub
-        .upkeep()
-        .args(["run", "--repo", "octo/widgets", "--json", "--replay"])
-        .args([script.path()])
-        .run_async()
-        .await;
+    let out = hub.run(&["run", "--repo", "octo/widgets"], &script).await;
     out.assert_code(0);
     let held = held_before_any_work(&out, "pr_limit");
     assert!(
@@ -84,13 +79,9 @@ async fn pr_hourly_limit_counts_the_last_hour_in_every_state() {
     let config = operator.path().join("operator.toml");
     std::fs::write(&config, "pr_hourly_limit = 1\n").expect("write");
     let script = Script::new(&[propose("NEW.md")]);
+    let config = config.to_str().expect("utf-8 path");
     let out = hub
-        .upkeep()
-        .args(["run", "--repo", "octo/widgets", "--json", "--config"])
-        .args([&config])
-        .args(["--replay"])
-        .args([script.path()])
-        .run_async()
+        .run(&["run", "--repo", "octo/widgets", "--config", config], &script)
         .await;
     out.assert_code(0);
     let held = held_before_any_work(&out, "pr_hourly_limit");
@@ -157,16 +148,8 @@ async fn outside_the_operators_schedule_a_fleet_clones_nothing() {
     let config = dir.path().join("operator.toml");
     std::fs::write(&config, format!("schedule = [\"on {}\"]\n", another_day())).expect("write");
     let script = Script::new(&[propose("NEW.md")]);
-    let out = hub
-        .upkeep()
-        .args(["fleet", "--json", "--repos"])
-        .args([&list])
-        .args(["--config"])
-        .args([&config])
-        .args(["--replay"])
-        .args([script.path()])
-        .run_async()
-        .await;
+    let (list, config) = (list.to_str().expect("utf-8"), config.to_str().expect("utf-8"));
+    let out = hub.run(&["fleet", "--repos", list, "--config", config], &script).await;
     out.assert_code(0);
     assert_eq!(
         outcomes(&out),

@@ -21,12 +21,7 @@ async fn org_listing_follows_pages_and_keeps_the_topic_without_archived_or_forks
     // Two per page: three pages.
     hub.serve_org("acme", &listing, 2).await;
     let script = nothing_to_do();
-    let out = hub
-        .upkeep()
-        .args(["fleet", "--org", "acme", "--topic", "upkeep", "--json", "--replay"])
-        .args([script.path()])
-        .run_async()
-        .await;
+    let out = hub.run(&["fleet", "--org", "acme", "--topic", "upkeep"], &script).await;
     out.assert_code(0);
     assert_eq!(
         outcomes(&out),
@@ -88,23 +83,13 @@ async fn without_a_topic_every_active_repository_is_taken_and_a_bad_org_fails_cl
     )
     .await;
     let script = nothing_to_do();
-    let out = hub
-        .upkeep()
-        .args(["fleet", "--org", "acme", "--json", "--shard", "0/1", "--replay"])
-        .args([script.path()])
-        .run_async()
-        .await;
+    let out = hub.run(&["fleet", "--org", "acme", "--shard", "0/1"], &script).await;
     out.assert_code(0);
     let repos: Vec<String> = outcomes(&out).into_iter().map(|(repo, _)| repo).collect();
     assert_eq!(repos, ["acme/one", "acme/four"]);
 
     // An organisation the API does not know: a failure before any repository (exit 1).
-    let out = hub
-        .upkeep()
-        .args(["fleet", "--org", "nobody", "--json", "--replay"])
-        .args([script.path()])
-        .run_async()
-        .await;
+    let out = hub.run(&["fleet", "--org", "nobody"], &script).await;
     out.assert_code(1);
     assert!(out.stderr.contains("nobody"), "{}", out.stderr);
     assert!(!out.stderr.contains(&hub.token), "no token in messages");

@@ -18,7 +18,7 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use super::git_http::GitHttpServer;
 pub use super::github_bodies::{issue, minimal_repository, public_user, pull_request, repository, simple_user};
-use super::{TestRepo, Upkeep, git};
+use super::{RunOutput, Script, TestRepo, Upkeep, git};
 
 /// The bot's account: what `UPKEEP_BOT_LOGIN` says and what the issues it opens carry.
 pub const BOT: &str = "upkeep-bot";
@@ -124,6 +124,17 @@ impl FleetHub {
             .env("GITHUB_API_URL", self.api.uri())
             .env("GITHUB_TOKEN", &self.token)
             .env("UPKEEP_BOT_LOGIN", BOT)
+    }
+
+    /// `upkeep ARGS --json --replay SCRIPT` against this GitHub, on a blocking thread (the
+    /// servers keep serving meanwhile).
+    pub async fn run<S: AsRef<std::ffi::OsStr>>(&self, args: &[S], script: &Script) -> RunOutput {
+        self.upkeep()
+            .args(args)
+            .args(["--json", "--replay"])
+            .args([script.path()])
+            .run_async()
+            .await
     }
 
     /// Requests the API received with this method and path.
