@@ -38,7 +38,10 @@ pub async fn update(forge: &dyn Forge, plan: &DashboardPlan, summary: &RunSummar
             return;
         }
     };
-    let body = render(plan, &state, summary, jiff::Timestamp::now());
+    // Whatever went into it (an error message), no secret leaves through the issue.
+    let body = events
+        .redactor()
+        .redact(&render(plan, &state, summary, jiff::Timestamp::now()));
     match forge.update_dashboard(&body).await {
         Ok(Some(update)) => {
             let (url, action) = match update {

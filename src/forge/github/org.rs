@@ -96,8 +96,13 @@ pub async fn list_repositories(
                     .any(|topic| wanted.contains(&topic.to_ascii_lowercase()))
             {
                 listing.skipped_without_topic += 1;
-            } else {
+            } else if plausible_full_name(&repository.full_name) {
                 listing.repositories.push(repository.full_name);
+            } else {
+                tracing::warn!(
+                    "skipping a repository whose name is not owner/name: {:?}",
+                    repository.full_name
+                );
             }
         }
         pages += 1;
@@ -115,6 +120,19 @@ pub async fn list_repositories(
     Ok(listing)
 }
 
+/// `owner/name` of the characters GitHub allows: the name becomes part of a clone URL.
+fn plausible_full_name(full_name: &str) -> bool {
+    let part = |text: &str| {
+        !text.is_empty()
+            && text != "."
+            && text != ".."
+            && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
+    full_name
+        .split_once('/')
+        .is_some_and(|(owner, name)| part(owner) && part(name))
+}
+
 /// A 404 names the account, not a repository.
 fn in_listing(org: &str, error: ForgeError) -> ForgeError {
     match error {
@@ -122,5 +140,26 @@ fn in_listing(org: &str, error: ForgeError) -> ForgeError {
             "no GitHub organisation or user {org:?}, or the token cannot see it ({message})"
         )),
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plausible_full_name;
+
+    #[test]
+    fn only_owner_name_becomes_part_of_a_clone_url() {
+        assert!(plausible_full_name("acme/widgets.rs"));
+        for bad in [
+            "acme",
+            "acme/../x",
+            "acme/..",
+            "a/b/c",
+            "acme/wid gets",
+            "user@host/x",
+            "/x",
+        ] {
+            assert!(!plausible_full_name(bad), "{bad}");
+        }
     }
 }

@@ -3,7 +3,8 @@ use super::{nothing_to_do, outcomes};
 
 /// `--org acme --topic upkeep`: every page of the organisation's listing is read (following the
 /// `Link` header), archived repositories and forks are skipped, and only repositories carrying
-/// the topic (in any case) are worked, each cloned and run.
+/// the topic (in any case) are worked, each cloned and run; a name that is not `owner/name` is
+/// never made into a clone URL.
 #[tokio::test(flavor = "multi_thread")]
 async fn org_listing_follows_pages_and_keeps_the_topic_without_archived_or_forks() {
     let hub = FleetHub::start().await;
@@ -17,8 +18,10 @@ async fn org_listing_follows_pages_and_keeps_the_topic_without_archived_or_forks
         minimal_repository("acme/four", 4, &["rust"], false, false),
         minimal_repository("acme/five", 5, &["rust", "Upkeep"], false, false),
         minimal_repository("acme/six", 6, &["upkeep"], false, false),
+        // Not a name GitHub gives out: it would become part of a clone URL.
+        minimal_repository("acme/../evil", 7, &["upkeep"], false, false),
     ];
-    // Two per page: three pages.
+    // Two per page: four pages.
     hub.serve_org("acme", &listing, 2).await;
     let script = nothing_to_do();
     let out = hub.run(&["fleet", "--org", "acme", "--topic", "upkeep"], &script).await;
@@ -42,7 +45,8 @@ async fn org_listing_follows_pages_and_keeps_the_topic_without_archived_or_forks
         [
             "type=all&per_page=100",
             "type=all&per_page=100&page=2",
-            "type=all&per_page=100&page=3"
+            "type=all&per_page=100&page=3",
+            "type=all&per_page=100&page=4"
         ]
     );
     // Each kept repository was cloned over the git server with the token.
