@@ -530,7 +530,12 @@ fn refresh_round(workspace: &mut Workspace, git_clone: &Path, run: usize, times:
     dirty_like_a_cycle(workspace.root(), run);
     std::fs::write(workspace.scratch().join("scratch.txt"), "scratch").expect("write scratch");
     workspace
-        .commit_blocking(&format!("upkeep/bench-{run}"), "bench", &Identity::default())
+        .commit_blocking(
+            &format!("upkeep/bench-{run}"),
+            "bench",
+            &Identity::default(),
+            &upkeep::secrets::Redactor::default(),
+        )
         .expect("commit on a bot branch");
     dirty_like_a_cycle(git_clone, run);
     git(git_clone, &["commit", "-q", "-a", "-m", "bench"]);

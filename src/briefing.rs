@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
 use crate::agent::prompt::{CyclePrompt, SystemPrompt, TaskSource};
-use crate::config::{Config, ConfigError, RepoSettings};
+use crate::config::{Config, ConfigError, DeclaredToolConfig, RepoSettings};
+use crate::events::DeclaredToolReport;
 use crate::forge::{Forge, ForgeError, OpenPullRequest, PullRequest};
 use crate::repo::WorkTree;
 use crate::tools::declared::DeclaredTool;
@@ -40,12 +41,33 @@ pub enum BriefingError {
     Forge(#[from] ForgeError),
 }
 
+/// Whether the operator exposes a declared tool: by name (`--allow-tool`), or all of them
+/// (`--allow-dangerous-tools`).
+fn exposed(config: &Config, name: &str) -> bool {
+    config.dangerous_tools || config.allow_tools.iter().any(|allowed| allowed == name)
+}
+
+/// The declared command tools the model is offered, with the program each runs and where it
+/// was declared, for `run_started` and `cycle_started`.
+pub fn exposed_declared_tools(config: &Config, declarations: &[DeclaredToolConfig]) -> Vec<DeclaredToolReport> {
+    declarations
+        .iter()
+        .filter(|declaration| exposed(config, &declaration.name))
+        .map(|declaration| DeclaredToolReport {
+            name: declaration.name.clone(),
+            program: declaration.cmd.clone(),
+            declared_in: declaration.declared_in.clone(),
+        })
+        .collect()
+}
+
 /// The declared command tools, each marked allowed or not. Declarations are checked here,
 /// before the first model call; `--allow-tool` naming no declared tool is a usage error too.
 fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<ExtraTool>, ConfigError> {
     let mut tools: Vec<ExtraTool> = Vec::new();
     for declaration in &settings.declared_tools {
-        let tool = DeclaredTool::new(declaration, "config")?;
+        let tool = DeclaredTool::new(declaration, &declaration.declared_in)?;
+        // The registry offers a withheld declared tool anyway under --allow-dangerous-tools.
         let allowed = config.allow_tools.iter().any(|name| name == tool.name());
         tools.push((Box::new(tool), allowed));
     }

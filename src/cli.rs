@@ -97,13 +97,22 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_MODEL")]
     pub model: Option<String>,
 
-    /// API endpoint (with openai: any OpenAI-compatible server)
+    /// API endpoint: with openai the API root with its version path, any OpenAI-compatible server; with anthropic and gemini the host root
     #[arg(long, env = "UPKEEP_BASE_URL")]
     pub base_url: Option<String>,
 
-    /// Timeout of one model API request, in seconds [default: 300]
+    /// Longest wait for the model API's next bytes, in seconds; a reply that keeps streaming is never cut [default: 300]
     #[arg(long, env = "UPKEEP_REQUEST_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout: Option<u64>,
+
+    /// The model's context window in tokens; every request is fitted into it [default: per model]
+    #[arg(long, env = "UPKEEP_CONTEXT_WINDOW", value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1024..))]
+    pub context_window: Option<u64>,
+
+    /// Benchmark knob: send every tool result whole in every request (no masking), to measure
+    /// what the history policy saves. Not for real runs.
+    #[arg(long, env = "UPKEEP_FULL_HISTORY", hide = true)]
+    pub full_history: bool,
 
     /// Scripted model replies (JSON Lines); implies --provider replay
     #[arg(long, env = "UPKEEP_REPLAY")]
@@ -157,6 +166,10 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_DRAFT")]
     pub draft: bool,
 
+    /// Give up a clone, fetch or push when no byte moved for this many seconds [default: 120]
+    #[arg(long, env = "UPKEEP_GIT_STALL_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub git_stall_timeout: Option<u64>,
+
     /// Timeout per command of run_shell_command and declared tools, in seconds [default: 120]
     #[arg(long, env = "UPKEEP_SHELL_TIMEOUT", value_parser = clap::value_parser!(u64).range(1..))]
     pub shell_timeout: Option<u64>,
@@ -184,6 +197,11 @@ pub struct RunArgs {
     /// Email on the bot's commits [default: upkeep@users.noreply.github.com]
     #[arg(long, env = "UPKEEP_AUTHOR_EMAIL")]
     pub author_email: Option<String>,
+
+    /// Copy each cycle's clone (work tree and history, bot branch included) to DIR before it is
+    /// removed (DIR/cycle-N in continuous mode); DIR must be new or empty.
+    #[arg(long, env = "UPKEEP_KEEP_CLONE")]
+    pub keep_clone: Option<PathBuf>,
 
     /// Print only errors and the final summary on stderr.
     #[arg(long, short, env = "UPKEEP_QUIET")]

@@ -29,8 +29,10 @@ pub const DEFAULT_TASKS_FILE: &str = "TODO.md";
 pub const DEFAULT_PROTECTED_PATHS: &[&str] = &[".github/workflows/**", ".upkeep.toml"];
 pub const DEFAULT_SHELL_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
-/// Long enough for a large reply from a slow local model.
+/// Long enough for a slow local model to start answering a large request.
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 300;
+/// No model worth running has a smaller window, and the prompt alone needs about this much.
+pub const MIN_CONTEXT_WINDOW: u64 = 1024;
 pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
 pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
 
@@ -74,12 +76,27 @@ pub struct FileConfig {
     /// `schedule` and `timezone` as checked by [`FileConfig::parse`].
     #[serde(skip)]
     pub schedule_keys: crate::fleet::schedule::ScheduleKeys,
+    /// Per-model settings; operator-only (the repository's file may not set them).
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
+}
+
+/// `[models."name"]` in the operator's config.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The model's context window in tokens (what `--context-window` sets).
+    pub context_window: Option<u64>,
 }
 
 /// A declared command tool: a fixed program plus argument templates, never a shell string.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DeclaredToolConfig {
+    /// Where the declaration was read (`--config <path>` or `.upkeep.toml`), for errors and
+    /// for `run_started`/`cycle_started`, which say which program each exposed tool runs.
+    #[serde(skip)]
+    pub declared_in: String,
     pub name: String,
     pub description: String,
     pub cmd: String,
@@ -110,12 +127,17 @@ fn default_parameter_type() -> String {
     "string".into()
 }
 
-/// Price of a model in US dollars per million tokens.
+/// Price of a model in US dollars per million tokens. Input read from the provider's prompt
+/// cache and input written to it have their own rates; a missing one means the input rate.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Price {
     pub input_per_mtok: f64,
     pub output_per_mtok: f64,
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+    #[serde(default)]
+    pub cache_write_per_mtok: Option<f64>,
 }
 
 impl FileConfig {
@@ -127,6 +149,16 @@ impl FileConfig {
             return Err(ConfigError(format!(
                 "{origin}: invalid `max_turns`: must be at least 1"
             )));
+        }
+        for (model, settings) in &parsed.models {
+            if settings
+                .context_window
+                .is_some_and(|window| window < MIN_CONTEXT_WINDOW)
+            {
+                return Err(ConfigError(format!(
+                    "{origin}: invalid `models.\"{model}\".context_window`: must be at least {MIN_CONTEXT_WINDOW} tokens"
+                )));
+            }
         }
         for pattern in parsed.protected_paths.iter().flatten() {
             globset::Glob::new(pattern).map_err(|error| {
@@ -148,10 +180,13 @@ impl FileConfig {
         let operator_only = [
             ("prices", !parsed.prices.is_empty()),
             ("limits", parsed.limits.is_some()),
+            // The model's window: a repository cannot make upkeep send requests its model
+            // refuses (or, with Ollama, reserve a huge context).
+            ("models", !parsed.models.is_empty()),
         ];
         if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
             return Err(ConfigError(format!(
-                "{REPO_CONFIG_FILE}: `{key}` may only be set by the operator (--config), not by the repository"
+                "{REPO_CONFIG_FILE}: `{key}` is operator-only: set it in the file given to --config, not in the repository"
             )));
         }
         if let Some(tasks_file) = &parsed.tasks_file {
@@ -352,8 +387,19 @@ pub struct ProviderSettings {
     pub base_url: Option<String>,
     pub api_key: Option<SecretString>,
     pub replay: Option<PathBuf>,
-    /// Per-request timeout.
+    /// Longest wait for the API's next bytes (an idle timeout: a streaming reply is never cut).
     pub request_timeout: Duration,
+    /// The context window given by `--context-window` or the operator's `[models]`; `None`
+    /// means the built-in table's (see [`crate::llm::window`]).
+    pub context_window: Option<u64>,
+}
+
+impl ProviderSettings {
+    /// The context window requests are fitted into for `model`.
+    pub fn window_for(&self, model: &str) -> u64 {
+        self.context_window
+            .unwrap_or_else(|| crate::llm::window::default_window(model))
+    }
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -363,6 +409,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("model", &self.model)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "set"))
+            .field("context_window", &self.context_window)
             .finish()
     }
 }
@@ -417,12 +464,18 @@ pub struct Config {
     pub trace: Option<PathBuf>,
     pub budgets: Budgets,
     pub depth: u32,
+    /// Where each cycle's clone is copied before it is removed (`--keep-clone`).
+    pub keep_clone: Option<PathBuf>,
+    /// How long git transfers may go without a byte moving (`--git-stall-timeout`).
+    pub git_stall_timeout: Duration,
     pub draft: bool,
     pub commands: CommandSettings,
     pub allow_tools: Vec<String>,
     pub identity: Identity,
     pub github: GitHubSettings,
     pub quiet: bool,
+    /// Benchmark knob (`--full-history`): no observation masking.
+    pub full_history: bool,
     /// The issue the run was started for (a GitHub Actions `issues` event), if any.
     pub issue: Option<u64>,
     /// Settings given by flag or environment that a file may also set.
@@ -509,6 +562,15 @@ impl Config {
                         "{} has a detached HEAD, so there is no branch to target; pass --base BRANCH",
                         path.display()
                     ),
+                ));
+            }
+        }
+        if let Some(dir) = &args.keep_clone {
+            let occupied = dir.exists() && std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_some());
+            if occupied {
+                return Err(ConfigError::key(
+                    "--keep-clone",
+                    format!("{} exists and is not an empty directory", dir.display()),
                 ));
             }
         }
@@ -600,7 +662,13 @@ impl Config {
         }
 
         let operator = match &args.config {
-            Some(path) => FileConfig::load(path)?,
+            Some(path) => {
+                let mut file = FileConfig::load(path)?;
+                for tool in &mut file.tools {
+                    tool.declared_in = format!("--config {}", path.display());
+                }
+                file
+            }
             None => FileConfig::default(),
         };
         let limits = operator
@@ -617,6 +685,17 @@ impl Config {
         // The trace file is opened once, by the run's event sink, which reports a file it cannot
         // open as a usage error before any work.
         let trace = args.trace.clone();
+
+        // `--context-window` (flag or environment) beats the operator's `[models."name"]`.
+        let model_name = args
+            .model
+            .as_deref()
+            .map(str::trim)
+            .filter(|model| !model.is_empty())
+            .unwrap_or_else(|| crate::llm::default_model(kind));
+        let context_window = args
+            .context_window
+            .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window));
 
         let defaults = Identity::default();
         Ok(Config {
@@ -636,6 +715,7 @@ impl Config {
                 api_key,
                 replay: args.replay.clone(),
                 request_timeout: Duration::from_secs(args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS)),
+                context_window,
             },
             forge,
             dry_run: args.dry_run,
@@ -647,6 +727,10 @@ impl Config {
                 timeout: args.timeout.map(Into::into),
             },
             depth: args.depth.unwrap_or(1),
+            keep_clone: args.keep_clone.clone(),
+            git_stall_timeout: args
+                .git_stall_timeout
+                .map_or(crate::repo::stop::DEFAULT_STALL_TIMEOUT, Duration::from_secs),
             draft: args.draft,
             commands: CommandSettings {
                 timeout: Duration::from_secs(args.shell_timeout.unwrap_or(DEFAULT_SHELL_TIMEOUT_SECS)),
@@ -664,6 +748,7 @@ impl Config {
             },
             github,
             quiet: args.quiet,
+            full_history: args.full_history,
             issue: None,
             overrides: FileConfig {
                 base: args.base.clone(),
@@ -688,7 +773,10 @@ impl Config {
         for tool in &repo_file.tools {
             // The operator's declaration of a name wins over the repository's.
             if !declared_tools.iter().any(|t| t.name == tool.name) {
-                declared_tools.push(tool.clone());
+                declared_tools.push(DeclaredToolConfig {
+                    declared_in: REPO_CONFIG_FILE.to_owned(),
+                    ..tool.clone()
+                });
             }
         }
         // Prices are the operator's alone (a repository file that sets them is refused).

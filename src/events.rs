@@ -27,9 +27,23 @@ pub enum Event {
         /// What commands run in (`null` when no command tool is enabled): see
         /// [`crate::exec::SandboxReport`] and `docs/commands.md`.
         sandbox: Option<crate::exec::SandboxReport>,
+        /// The operator's declared command tools the model is offered.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        declared_tools: Vec<DeclaredToolReport>,
     },
     CycleStarted {
         base: String,
+        /// Every declared command tool offered in this cycle (the operator's and the
+        /// repository's `.upkeep.toml`'s), with the program it runs.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        declared_tools: Vec<DeclaredToolReport>,
+    },
+    /// Before each model call: the request's estimated size, the window it was fitted into,
+    /// and how many older tool results are masked in it.
+    Context {
+        estimated_tokens: u64,
+        window: u64,
+        masked_results: usize,
     },
     ModelResponse {
         content: String,
@@ -64,6 +78,11 @@ pub enum Event {
         question: String,
         issue: Option<u64>,
     },
+    /// A cycle ended without `finish` while the clone held changes no pull request carries.
+    UnsavedChanges {
+        files: Vec<String>,
+        diff: String,
+    },
     CycleFinished {
         outcome: String,
     },
@@ -96,6 +115,15 @@ pub enum Event {
         cost_usd: f64,
         exit_code: u8,
     },
+}
+
+/// A declared command tool the model is offered: what it runs, and who declared it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeclaredToolReport {
+    pub name: String,
+    pub program: String,
+    /// `--config <path>` or `.upkeep.toml`.
+    pub declared_in: String,
 }
 
 /// Where in the run an event happened.
@@ -158,6 +186,11 @@ impl EventSink {
         self
     }
 
+    /// The run's id, as every event carries it.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     /// A spinner while waiting for the model, where people can see one (see [`crate::progress`]).
     pub fn waiting(&self, turn: u32, usage: crate::llm::Usage, cost_usd: f64) -> Option<crate::progress::Waiting> {
         // Spinners of runs that share the terminal would overwrite each other.
@@ -209,20 +242,36 @@ impl EventSink {
             Verbosity::Normal => true,
             Verbosity::Quiet => matches!(
                 event,
-                Event::Question { .. } | Event::RunFinished { .. } | Event::FleetFinished { .. }
+                Event::Question { .. }
+                    | Event::RunFinished { .. }
+                    | Event::FleetFinished { .. }
+                    | Event::LimitReached { .. }
             ),
         };
         if shown {
             if let Some(text) = render_human(scope, &event) {
-                self.say(&text);
+                self.write_stderr(&text);
             }
         }
     }
 
-    /// A line for people on stderr, redacted like everything else, with control characters
+    /// A progress line for people on stderr (not with `--quiet`).
+    pub fn say(&self, text: &str) {
+        if self.verbosity == Verbosity::Normal {
+            self.write_stderr(text);
+        }
+    }
+
+    /// A line people must see even with `--quiet`: an error, a question, work that was not
+    /// saved, why the run stopped.
+    pub fn alert(&self, text: &str) {
+        self.write_stderr(text);
+    }
+
+    /// Writes a line to stderr, redacted like everything else, with control characters
     /// escaped: it carries model text, file names, command output and issue titles, none of
     /// which may move the cursor, recolour the terminal or hide a line. (JSON output is exact.)
-    pub fn say(&self, text: &str) {
+    fn write_stderr(&self, text: &str) {
         let text = crate::text::escape_terminal(&self.redactor.redact(text));
         let text = match &self.repo {
             Some(repo) => {
@@ -251,6 +300,7 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             model,
             dangerous_tools,
             sandbox,
+            ..
         } => format!(
             "upkeep: {repo} ({mode} mode, {provider}/{model}{})",
             match (dangerous_tools, sandbox) {
@@ -260,8 +310,17 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
                 (false, None) => String::new(),
             }
         ),
-        Event::CycleStarted { base } => format!("── cycle {} on {base}", scope.cycle.unwrap_or(1)),
-        Event::ModelResponse { .. } => return None,
+        Event::CycleStarted { base, declared_tools } => {
+            let mut line = format!("── cycle {} on {base}", scope.cycle.unwrap_or(1));
+            for tool in declared_tools {
+                line.push_str(&format!(
+                    "\n   declared tool {} runs `{}` (declared in {})",
+                    tool.name, tool.program, tool.declared_in
+                ));
+            }
+            line
+        }
+        Event::ModelResponse { .. } | Event::Context { .. } => return None,
         Event::Plan { plan } => format!("{turn}plan: {}", one_line(plan, 160)),
         Event::ToolCall { tool, arguments } => {
             let detail = ["path", "title", "pattern", "command"]
@@ -294,6 +353,8 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
                 "┌─ upkeep has a question for a human ─────────────\n{body}└─ answer it, then run upkeep again (exit code 3)"
             )
         }
+        // Said in full by the orchestrator, with the diff.
+        Event::UnsavedChanges { .. } => return None,
         Event::CycleFinished { outcome } => format!("── cycle {} finished: {outcome}", scope.cycle.unwrap_or(1)),
         Event::RunFinished {
             outcome,

@@ -86,6 +86,10 @@ impl From<WorkspaceError> for RunError {
         match error {
             WorkspaceError::Interrupted => RunError::Interrupted,
             WorkspaceError::TimedOut => RunError::Deadline,
+            // What the operator asked for cannot be worked: said before any model call.
+            error @ (WorkspaceError::MissingBase { .. } | WorkspaceError::EmptyRepository(_)) => {
+                RunError::Usage(ConfigError(error.to_string()))
+            }
             other => RunError::Failure(anyhow::Error::new(other)),
         }
     }
@@ -197,6 +201,8 @@ pub struct RunSummary {
     pub question: Option<String>,
     /// The error that ended the run, when one did.
     pub error: Option<String>,
+    /// Changes cycles left in their clones that no pull request carries (reported, not saved).
+    pub unsaved_changes: Vec<crate::repo::UnsavedChanges>,
 }
 
 impl RunSummary {
@@ -212,6 +218,7 @@ impl RunSummary {
             pull_requests: Vec::new(),
             question: None,
             error: Some(error.to_string()),
+            unsaved_changes: Vec::new(),
         }
     }
 
@@ -261,6 +268,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         question: None,
         kept: None,
         scope: cleanup::Scope::new(),
+        unsaved: Vec::new(),
         commands: config.commands.clone(),
         dashboard: None,
     };
@@ -271,7 +279,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         .await
         .unwrap_or_default();
     for (path, error) in &left {
-        events.say(&format!(
+        events.alert(&format!(
             "upkeep: could not remove the temporary directory {}: {error}",
             path.display()
         ));
@@ -279,11 +287,11 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
     let (status, outcome, error) = match &result {
         Ok(end) => (end.exit(), end.as_str(), None),
         Err(RunError::Usage(error)) => {
-            events.say(&format!("upkeep: configuration error: {error}"));
+            events.alert(&format!("upkeep: configuration error: {error}"));
             (ExitStatus::Usage, "usage_error", Some(error.to_string()))
         }
         Err(RunError::Interrupted) => {
-            events.say(if left.is_empty() {
+            events.alert(if left.is_empty() {
                 "upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt"
             } else {
                 "upkeep: interrupted; nothing was pushed after the interrupt"
@@ -291,11 +299,11 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             (ExitStatus::Interrupted, "interrupted", Some("interrupted".to_owned()))
         }
         Err(RunError::Deadline) => {
-            events.say("upkeep: stopped: --timeout reached during git work");
+            events.alert("upkeep: stopped: --timeout reached during git work");
             (ExitStatus::Budget, "limit", None)
         }
         Err(RunError::Failure(error)) => {
-            events.say(&format!("upkeep: error: {error:#}"));
+            events.alert(&format!("upkeep: error: {error:#}"));
             (
                 ExitStatus::Failure,
                 "error",
@@ -318,12 +326,13 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         pull_requests: runner.pull_requests,
         question: runner.question,
         error,
+        unsaved_changes: runner.unsaved,
     };
     // An interrupted run reports at once; every other run brings its dashboard up to date.
     if let Some(plan) = runner.dashboard.filter(|_| status != ExitStatus::Interrupted) {
         match build_forge(&config) {
             Ok(forge) => crate::fleet::dashboard::update(forge.as_ref(), &plan, &summary, &events).await,
-            Err(error) => events.say(&format!("upkeep: warning: the dashboard was not updated: {error}")),
+            Err(error) => events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}")),
         }
     }
     events.emit(Scope::default(), summary.finished_event());
@@ -348,6 +357,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         events: &events,
         cancel: &cancel,
         scope: cleanup::Scope::new(),
+        unsaved: Vec::new(),
         commands: config.commands.clone(),
         cycles: 1,
         budget: None,
@@ -367,7 +377,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         workspace.base_branch(),
         forge.as_ref(),
         &[],
-        &|text| events.say(text),
+        &|text| events.alert(text),
     )
     .await
     .map_err(|error| {
@@ -391,6 +401,8 @@ struct Runner<'a> {
     kept: Option<Workspace>,
     /// The run's temporary directories, waited for before the run reports.
     scope: cleanup::Scope,
+    /// Changes left in clones that no pull request carries, for the run's summary.
+    unsaved: Vec<crate::repo::UnsavedChanges>,
     /// The operator's command settings plus the sandbox decided for this run.
     commands: CommandSettings,
     /// Set once a cycle read `dashboard = true`: what the dashboard after the run needs.
@@ -401,8 +413,7 @@ impl Runner<'_> {
     async fn run(&mut self) -> Result<RunEnd, RunError> {
         let config = self.config;
         let provider = llm::build(&config.provider)?;
-        // Until the lead wires `--git-stall-timeout`, the variable it would read sets it.
-        crate::repo::stop::stall_timeout_from_env().map_err(ConfigError)?;
+        crate::llm::tokens::preload(provider.name(), provider.model());
         let forge = build_forge(config)?;
         let commands_enabled = config.dangerous_tools || !config.allow_tools.is_empty();
         let sandbox = if commands_enabled {
@@ -420,6 +431,7 @@ impl Runner<'_> {
                 model: provider.model().into(),
                 dangerous_tools: config.dangerous_tools,
                 sandbox: sandbox.map(|plan| crate::exec::SandboxReport::new(&plan, &config.commands.limits)),
+                declared_tools: crate::briefing::exposed_declared_tools(config, &config.operator.tools),
             },
         );
         loop {
@@ -445,7 +457,12 @@ impl Runner<'_> {
                     outcome: outcome.into(),
                 },
             );
-            let end = end?;
+            let end = end.map_err(|error| match error {
+                // After the first cycle the work has started: what was a usage error before
+                // (a base branch deleted on the remote, a broken .upkeep.toml merged) is a failure.
+                RunError::Usage(error) if cycle > 1 => RunError::Failure(error.into()),
+                other => other,
+            })?;
             match (config.mode, end) {
                 (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) if cycle < config.max_cycles => continue,
                 (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) => {
@@ -482,6 +499,55 @@ impl Runner<'_> {
         Ok(plan)
     }
 
+    /// `--keep-clone DIR`: copies the cycle's clone before it is removed (to `DIR`, or
+    /// `DIR/cycle-N` in continuous mode) and says where.
+    async fn keep_clone(&self, cycle: u32, workspace: &Workspace) {
+        let Some(dir) = &self.config.keep_clone else {
+            return;
+        };
+        let dest = match self.config.mode {
+            Mode::Single => dir.clone(),
+            Mode::Continuous => dir.join(format!("cycle-{cycle}")),
+        };
+        match workspace.keep_at(&dest).await {
+            Ok(()) => self.events.alert(&format!(
+                "upkeep: the clone of cycle {cycle} is kept at {} (branches: git -C {} branch)",
+                dest.display(),
+                dest.display()
+            )),
+            Err(error) => self.events.alert(&format!(
+                "upkeep: could not keep the clone at {}: {error}",
+                dest.display()
+            )),
+        }
+    }
+
+    /// Reports the changes in the clone that no pull request of the cycle carries, before the
+    /// clone is removed: an `unsaved_changes` event, and the files and diff for people.
+    async fn report_unsaved(&mut self, cycle: u32, workspace: &Workspace) {
+        let Some(changes) = workspace.unsaved_for_report().await else {
+            return;
+        };
+        if changes.is_empty() {
+            return;
+        }
+        self.events.alert(&format!(
+            "upkeep: the cycle ended with changes no pull request carries; they are not saved anywhere else:\n{}",
+            changes.diff
+        ));
+        self.events.emit(
+            Scope {
+                cycle: Some(cycle),
+                turn: None,
+            },
+            Event::UnsavedChanges {
+                files: changes.files.clone(),
+                diff: changes.diff.clone(),
+            },
+        );
+        self.unsaved.push(changes);
+    }
+
     async fn clone(&self, base: Option<String>) -> Result<Workspace, RunError> {
         let config = self.config;
         let request = CloneRequest {
@@ -492,7 +558,7 @@ impl Runner<'_> {
             auth: GitAuth {
                 token: config.github.token.clone(),
             },
-            stall_timeout: crate::repo::stop::stall_timeout_from_env().map_err(ConfigError)?,
+            stall_timeout: config.git_stall_timeout,
             scope: self.scope.clone(),
         };
         Ok(Workspace::clone_repo(request, self.git_stop()).await?)
@@ -609,14 +675,17 @@ impl Runner<'_> {
                 cycle: Some(cycle),
                 turn: None,
             },
-            Event::CycleStarted { base: base.clone() },
+            Event::CycleStarted {
+                base: base.clone(),
+                declared_tools: crate::briefing::exposed_declared_tools(config, &settings.declared_tools),
+            },
         );
 
         let files = WorkTree::open(workspace.root(), &settings.protected_paths)
             .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
         let task_key = config.task.as_deref().map(crate::tools::branch::task_key);
         let briefing = brief(config, &settings, &files, &base, forge, &self.pull_requests, &|text| {
-            self.events.say(text)
+            self.events.alert(text)
         })
         .await
         .map_err(|error| match error {
@@ -654,6 +723,8 @@ impl Runner<'_> {
             cancel: self.cancel,
             max_turns: settings.max_turns,
             cycle,
+            context_window: config.provider.window_for(provider.model()),
+            masking: !config.full_history,
         };
         let opened_before = self.pull_requests.len();
         let outcome = agent
@@ -665,7 +736,14 @@ impl Runner<'_> {
                 budget,
                 &mut self.pull_requests,
             )
-            .await?;
+            .await;
+        // A cycle that did not end with `finish` (a budget, a question, an error, an interrupt)
+        // may leave work no pull request carries: it is reported, never dropped silently.
+        if !matches!(outcome, Ok(CycleOutcome::Finished { .. })) {
+            self.report_unsaved(cycle, &workspace).await;
+        }
+        self.keep_clone(cycle, &workspace).await;
+        let outcome = outcome?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
         // (and every error above) drops it here, which removes the temporary directory.
@@ -703,11 +781,11 @@ impl Runner<'_> {
             CycleOutcome::Question { question, issue } => {
                 self.question = Some(question.clone());
                 match forge.post_question(issue, &question).await {
-                    Ok(Some(place)) => self.events.say(&format!("question posted: {place}")),
+                    Ok(Some(place)) => self.events.alert(&format!("question posted: {place}")),
                     Ok(None) => {}
                     Err(error) => self
                         .events
-                        .say(&format!("upkeep: could not post the question: {error}")),
+                        .alert(&format!("upkeep: could not post the question: {error}")),
                 }
                 self.events.emit(
                     Scope {
@@ -719,10 +797,10 @@ impl Runner<'_> {
                 RunEnd::Question
             }
             CycleOutcome::Limit(limit) => {
-                self.events.say(&format!("upkeep: stopped: {limit}"));
+                self.events.alert(&format!("upkeep: stopped: {limit}"));
                 if let Limit::Turns(_) = limit {
                     self.events
-                        .say("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
+                        .alert("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
                 }
                 RunEnd::Limit
             }

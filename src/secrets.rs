@@ -54,6 +54,21 @@ impl Redactor {
         }
     }
 
+    /// Whether no secret is known (nothing to look for).
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Whether `bytes` hold a known secret value, as it is or JSON-escaped.
+    pub fn contains(&self, bytes: &[u8]) -> bool {
+        let holds = |needle: &[u8]| !needle.is_empty() && bytes.windows(needle.len()).any(|window| window == needle);
+        self.values.iter().any(|secret| {
+            let value = secret.expose_secret();
+            let escaped = serde_json::to_string(value).unwrap_or_default();
+            holds(value.as_bytes()) || holds(escaped.trim_matches('"').as_bytes())
+        })
+    }
+
     /// Replaces every known secret value in `text`, also in its JSON-escaped form so that a
     /// secret inside a serialised event is caught too.
     pub fn redact(&self, text: &str) -> String {

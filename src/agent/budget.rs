@@ -1,7 +1,8 @@
 //! Budgets: turns per cycle; tokens, cost and wall-clock time for the whole run.
 //!
 //! Checked before every model call with an estimate of what the call will use, so a run stops
-//! before the call that would overspend rather than after it.
+//! before the call that would overspend rather than after it. Spending is counted from the
+//! API's usage: cached input and cache writes at their own rates (see [`pricing`]).
 
 use std::time::{Duration, Instant};
 
@@ -12,9 +13,22 @@ use crate::llm::{Usage, pricing};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Limit {
     Turns(u32),
-    Tokens { limit: u64, used: u64, next_estimate: u64 },
-    Cost { limit: f64, spent: f64, next_estimate: f64 },
+    Tokens {
+        limit: u64,
+        used: u64,
+        next_estimate: u64,
+    },
+    Cost {
+        limit: f64,
+        spent: f64,
+        next_estimate: f64,
+    },
     Timeout(Duration),
+    /// Not even the most squeezed request fits the model's context window.
+    ContextWindow {
+        window: u64,
+        needed: u64,
+    },
 }
 
 impl std::fmt::Display for Limit {
@@ -38,6 +52,10 @@ impl std::fmt::Display for Limit {
                 "--max-cost ${limit:.4} would be exceeded: ${spent:.4} spent, the next call costs about ${next_estimate:.4}"
             ),
             Limit::Timeout(limit) => write!(f, "--timeout {} reached", humantime::format_duration(*limit)),
+            Limit::ContextWindow { window, needed } => write!(
+                f,
+                "the next request does not fit the model's context window of {window} tokens even with every older tool result masked (about {needed} tokens needed with the reply); raise --context-window if the model holds more"
+            ),
         }
     }
 }
@@ -55,8 +73,8 @@ pub struct Budget {
     largest_output: u64,
 }
 
-/// Rough token count of text (about four bytes a token for English and code). Used only to
-/// estimate a call before it is made; real counts come from the API.
+/// Rough token count of text (about four bytes a token for English and code), for figures
+/// that need no tokenizer; requests are estimated with [`crate::llm::tokens`].
 pub fn estimate_tokens(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(4)
 }
@@ -89,16 +107,18 @@ impl Budget {
         self.limits.timeout.map(Limit::Timeout)
     }
 
-    /// Whether a call whose request is `request_bytes` long fits in what is left.
-    pub fn check_before_call(&self, request_bytes: usize) -> Result<(), Limit> {
+    /// Whether a call whose request is estimated at `request_tokens` fits in what is left. The
+    /// estimate prices every input token at the full input rate: the cache may not hit.
+    pub fn check_before_call(&self, request_tokens: u64) -> Result<(), Limit> {
         if let Some(timeout) = self.limits.timeout {
             if self.started.elapsed() >= timeout {
                 return Err(Limit::Timeout(timeout));
             }
         }
         let next = Usage {
-            input_tokens: estimate_tokens(request_bytes),
+            input_tokens: request_tokens,
             output_tokens: self.largest_output.max(FIRST_REPLY_ESTIMATE),
+            ..Usage::default()
         };
         if let Some(limit) = self.limits.max_tokens {
             if self.usage.total() + next.total() > limit {
@@ -142,6 +162,8 @@ mod tests {
         let price = Some(Price {
             input_per_mtok: 1_000_000.0,
             output_per_mtok: 0.0,
+            cached_input_per_mtok: None,
+            cache_write_per_mtok: None,
         });
         let budget = Budget::new(
             Budgets {
@@ -150,8 +172,8 @@ mod tests {
             },
             price,
         );
-        // 40 bytes ~ 10 tokens ~ $10: fits exactly; 44 bytes does not.
-        assert!(budget.check_before_call(40).is_ok());
-        assert!(matches!(budget.check_before_call(44), Err(Limit::Cost { .. })));
+        // 10 tokens ~ $10: fits exactly; 11 do not.
+        assert!(budget.check_before_call(10).is_ok());
+        assert!(matches!(budget.check_before_call(11), Err(Limit::Cost { .. })));
     }
 }

@@ -12,16 +12,19 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{Event, EventSink, Scope};
 use crate::forge::PullRequest;
-use crate::llm::{CompletionRequest, Message, Provider, ProviderError, StopReason};
+use crate::llm::tokens::TokenCounter;
+use crate::llm::{CacheHints, Completion, CompletionRequest, Provider, ProviderError, StopReason};
 use crate::tools::{CycleEnd, FinishStatus, Lookup, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 pub mod budget;
+pub mod context;
 pub mod file_tree;
 pub mod prompt;
 pub mod protocol;
 pub mod template;
 
 use budget::{Budget, Limit};
+use context::{History, ToolResult};
 use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};
 
 /// How a cycle ended.
@@ -52,11 +55,27 @@ pub struct Agent<'a> {
     pub cancel: &'a CancellationToken,
     pub max_turns: u32,
     pub cycle: u32,
+    /// The context window every request is fitted into.
+    pub context_window: u64,
+    /// `false` only for the `--full-history` benchmark knob.
+    pub masking: bool,
 }
 
 /// Result of one call, as it goes back to the model.
-fn result_entry(tool: &str, ok: bool, output: &str) -> Value {
-    json!({"tool_name": tool, "ok": ok, "output": output})
+fn result_entry(call: &protocol::ToolCall, ok: bool, output: String) -> ToolResult {
+    ToolResult {
+        tool: call.tool_name.clone(),
+        arguments: call.arguments.clone(),
+        ok,
+        skipped: false,
+        output,
+    }
+}
+
+/// What a model call came to, for the turn loop.
+enum Answer {
+    Reply(Completion),
+    Limit(Limit),
 }
 
 impl Agent<'_> {
@@ -79,7 +98,17 @@ impl Agent<'_> {
     ) -> Result<CycleOutcome, CycleError> {
         let redactor = self.events.redactor();
         let system = redactor.redact(system);
-        let mut history = vec![Message::user(redactor.redact(&first_message))];
+        let counter = TokenCounter::for_model(self.provider.name(), self.provider.model()).await;
+        let mut history = History::new(
+            counter,
+            self.context_window,
+            self.masking,
+            &system,
+            reply_schema,
+            redactor.redact(&first_message),
+        );
+        // One key per cycle: the cycle's requests share their prefix, so they share a cache.
+        let cache_key = format!("upkeep-{}-{}", self.events.run_id(), self.cycle);
         // Pull requests this cycle opened or updated; `opened` keeps them for the run summary
         // whichever way the cycle ends (a question or a budget after a pull request included).
         let first_of_cycle = opened.len();
@@ -88,48 +117,25 @@ impl Agent<'_> {
             if turn >= self.max_turns {
                 return Ok(CycleOutcome::Limit(Limit::Turns(self.max_turns)));
             }
-            let request_bytes = system.len() + history.iter().map(|m| m.content.len()).sum::<usize>();
-            if let Err(limit) = budget.check_before_call(request_bytes) {
-                return Ok(CycleOutcome::Limit(limit));
-            }
             turn += 1;
-            let request = CompletionRequest {
-                system: &system,
-                messages: &history,
-                reply_schema,
+            let completion = match self
+                .ask(&system, reply_schema, &cache_key, &mut history, budget, turn)
+                .await?
+            {
+                Answer::Reply(completion) => completion,
+                Answer::Limit(limit) => return Ok(CycleOutcome::Limit(limit)),
             };
-            let deadline = budget.deadline();
-            let spinner = self.events.waiting(turn, budget.usage, budget.cost_usd);
-            let completion = tokio::select! {
-                () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
-                () = sleep_until(deadline) => {
-                    return Ok(CycleOutcome::Limit(budget.timeout_limit().unwrap_or(Limit::Turns(turn))));
-                }
-                result = self.provider.complete(request) => result?,
-            };
-            drop(spinner);
-            let cost = budget.record(completion.usage);
-            self.events.emit(
-                self.scope(turn),
-                Event::ModelResponse {
-                    content: completion.content.clone(),
-                    usage: completion.usage,
-                    cost_usd: cost,
-                },
-            );
             match completion.stop {
                 StopReason::Refusal(reason) => return Err(CycleError::Refused(reason)),
                 StopReason::Length => {
-                    history.push(Message::assistant(
-                        json!({"unusable_reply": "cut off at the output length limit"}).to_string(),
-                    ));
-                    history.push(Message::user(
+                    history.push_reply(json!({"unusable_reply": "cut off at the output length limit"}).to_string());
+                    history.push_note(
                         json!({
                             "error": "Your reply was cut off at the output length limit. Reply again, shorter: fewer calls in one reply, and prefer edit_file over rewriting whole files.",
                             "expected_shape": EXPECTED_SHAPE,
                         })
                         .to_string(),
-                    ));
+                    );
                     continue;
                 }
                 StopReason::Complete => {}
@@ -139,17 +145,15 @@ impl Agent<'_> {
                 Err(error) => {
                     tracing::warn!("turn {turn}: unusable reply: {error}");
                     // Keep the conversation valid JSON: the raw reply travels as a JSON string.
-                    history.push(Message::assistant(
-                        json!({"unusable_reply": completion.content}).to_string(),
-                    ));
-                    history.push(Message::user(
+                    history.push_reply(json!({"unusable_reply": completion.content}).to_string());
+                    history.push_note(
                         json!({"error": format!("Your reply could not be used: {error}"), "expected_shape": EXPECTED_SHAPE})
                             .to_string(),
-                    ));
+                    );
                     continue;
                 }
             };
-            history.push(Message::assistant(reply.to_json()));
+            history.push_reply(reply.to_json());
             if !reply.plan.trim().is_empty() {
                 self.events.emit(
                     self.scope(turn),
@@ -165,7 +169,98 @@ impl Agent<'_> {
                     CycleEnd::Question { question, issue } => CycleOutcome::Question { question, issue },
                 });
             }
-            history.push(Message::user(json!({"tool_results": results}).to_string()));
+            history.push_results(results);
+        }
+    }
+
+    /// One model call: fits the history into the window, checks the budgets, asks, and answers
+    /// a context-length error by masking harder and asking once more.
+    async fn ask(
+        &self,
+        system: &str,
+        reply_schema: &Value,
+        cache_key: &str,
+        history: &mut History,
+        budget: &mut Budget,
+        turn: u32,
+    ) -> Result<Answer, CycleError> {
+        let mut retried_smaller = false;
+        loop {
+            let prepared = match history.prepare() {
+                Ok(prepared) => prepared,
+                Err(no_fit) => {
+                    return Ok(Answer::Limit(Limit::ContextWindow {
+                        window: no_fit.window,
+                        needed: no_fit.needed,
+                    }));
+                }
+            };
+            if let Err(limit) = budget.check_before_call(prepared.estimated_tokens) {
+                return Ok(Answer::Limit(limit));
+            }
+            self.events.emit(
+                self.scope(turn),
+                Event::Context {
+                    estimated_tokens: prepared.estimated_tokens,
+                    window: history.window(),
+                    masked_results: prepared.masked_results,
+                },
+            );
+            let spinner = self.events.waiting(turn, budget.usage, budget.cost_usd);
+            let progress = |bytes: u64| {
+                if let Some(spinner) = &spinner {
+                    spinner.received(bytes);
+                }
+            };
+            let request = CompletionRequest {
+                system,
+                messages: &prepared.messages,
+                reply_schema,
+                cache: CacheHints {
+                    key: Some(cache_key),
+                    breakpoints: &prepared.breakpoints,
+                },
+                progress: Some(&progress),
+            };
+            let deadline = budget.deadline();
+            let result = tokio::select! {
+                () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
+                () = sleep_until(deadline) => {
+                    return Ok(Answer::Limit(budget.timeout_limit().unwrap_or(Limit::Turns(turn))));
+                }
+                result = self.provider.complete(request) => result,
+            };
+            drop(spinner);
+            let completion = match result {
+                Ok(completion) => completion,
+                Err(ProviderError::ContextLength { message, .. }) if !retried_smaller => {
+                    tracing::warn!(
+                        "turn {turn}: the provider says the request (estimated {} tokens) does not fit: {message}; masking harder and asking once more",
+                        prepared.estimated_tokens
+                    );
+                    retried_smaller = true;
+                    history.tighten(prepared.estimated_tokens);
+                    continue;
+                }
+                Err(ProviderError::ContextLength { message, .. }) => {
+                    tracing::warn!("turn {turn}: the smaller request does not fit either: {message}");
+                    return Ok(Answer::Limit(Limit::ContextWindow {
+                        window: history.window(),
+                        needed: prepared.estimated_tokens,
+                    }));
+                }
+                Err(error) => return Err(error.into()),
+            };
+            let cost = budget.record(completion.usage);
+            self.events.emit(
+                self.scope(turn),
+                Event::ModelResponse {
+                    content: completion.content.clone(),
+                    usage: completion.usage,
+                    cost_usd: cost,
+                },
+            );
+            return Ok(Answer::Reply(completion));
         }
     }
 
@@ -176,7 +271,7 @@ impl Agent<'_> {
         turn: u32,
         opened: &mut Vec<PullRequest>,
         first_of_cycle: usize,
-    ) -> Result<(Vec<Value>, Option<CycleEnd>), CycleError> {
+    ) -> Result<(Vec<ToolResult>, Option<CycleEnd>), CycleError> {
         let redactor = self.events.redactor();
         let scope = self.scope(turn);
         let mut results = Vec::with_capacity(reply.tool_calls.len());
@@ -185,7 +280,10 @@ impl Agent<'_> {
         for call in &reply.tool_calls {
             let name = call.tool_name.as_str();
             if let Some(reason) = stopped {
-                results.push(json!({"tool_name": name, "ok": false, "skipped": true, "output": reason}));
+                results.push(ToolResult {
+                    skipped: true,
+                    ..result_entry(call, false, reason.to_owned())
+                });
                 continue;
             }
             self.events.emit(
@@ -205,7 +303,7 @@ impl Agent<'_> {
                             reason: reason.clone(),
                         },
                     );
-                    results.push(result_entry(name, false, &reason));
+                    results.push(result_entry(call, false, reason));
                     stopped = Some("skipped: not run because an earlier call in this reply failed");
                     continue;
                 }
@@ -218,7 +316,7 @@ impl Agent<'_> {
                             output: message.clone(),
                         },
                     );
-                    results.push(result_entry(name, false, &message));
+                    results.push(result_entry(call, false, message));
                     stopped = Some("skipped: not run because an earlier call in this reply failed");
                     continue;
                 }
@@ -277,7 +375,7 @@ impl Agent<'_> {
                     output: output.clone(),
                 },
             );
-            results.push(result_entry(name, ok, &output));
+            results.push(result_entry(call, ok, output));
         }
         Ok((results, end))
     }

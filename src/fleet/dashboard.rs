@@ -34,7 +34,7 @@ pub async fn update(forge: &dyn Forge, plan: &DashboardPlan, summary: &RunSummar
     let state = match read_state(forge, plan).await {
         Ok(state) => state,
         Err(error) => {
-            events.say(&format!("upkeep: warning: the dashboard was not updated: {error}"));
+            events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}"));
             return;
         }
     };
@@ -59,7 +59,7 @@ pub async fn update(forge: &dyn Forge, plan: &DashboardPlan, summary: &RunSummar
         Ok(None) => {
             events.say("upkeep: no dashboard written: dry runs write none, and only the github forge keeps one")
         }
-        Err(error) => events.say(&format!("upkeep: warning: the dashboard was not updated: {error}")),
+        Err(error) => events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}")),
     }
 }
 

@@ -118,7 +118,7 @@ pub fn repository_usage_error(args: &RunArgs, repo: &str, summary: &RunSummary) 
         .as_deref()
         .and_then(|path| crate::orchestrator::open_trace(path).ok());
     let events = EventSink::new(Redactor::from_env(), args.json, trace, Verbosity::Quiet).for_repo(repo.to_owned());
-    events.say(&format!(
+    events.alert(&format!(
         "upkeep: configuration error: {}",
         summary.error.as_deref().unwrap_or_default()
     ));

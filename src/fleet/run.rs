@@ -267,6 +267,21 @@ fn record(
 /// fleet budget's share.
 async fn run_repository(entry: &FleetEntry, mut args: RunArgs, share: Share, cancel: CancellationToken) -> RepoOutcome {
     args.repo.clone_from(&entry.repo_arg);
+    // `--keep-clone DIR` keeps each repository's clones in a folder of its own under DIR.
+    if let Some(dir) = args.keep_clone.take() {
+        let folder: String = entry
+            .key
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        args.keep_clone = Some(dir.join(folder.trim_start_matches('.')));
+    }
     let resolved = entry.overrides.apply(&mut args).and_then(|()| {
         if let Share::Capped(cap) = share {
             args.max_cost = Some(args.max_cost.map_or(cap, |own| own.min(cap)));

@@ -1,5 +1,6 @@
-//! `--forge none`: commits stay on the bot branch inside the clone; the diff is reported.
-//! For trying upkeep on a repository without giving it anywhere to push.
+//! `--forge none`: commits stay on the bot branch inside the temporary clone, which is removed
+//! at the end of the run (unless `--keep-clone DIR` copies it first); the title, body and diff
+//! are reported. For trying upkeep on a repository without giving it anywhere to push.
 
 use async_trait::async_trait;
 
@@ -22,7 +23,10 @@ impl Forge for NoForge {
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
         let diff = workspace.diff_from_base().await?;
         Ok(PullRequest {
-            url: format!("(kept in the clone: --forge none) {}", draft.branch),
+            url: format!(
+                "(not published, --forge none: committed on {} in the temporary clone, which is removed at the end of the run unless --keep-clone DIR keeps a copy)",
+                draft.branch
+            ),
             number: None,
             branch: draft.branch.clone(),
             title: draft.title.clone(),

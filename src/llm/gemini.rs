@@ -1,4 +1,4 @@
-//! `gemini`: the Gemini API's `generateContent`.
+//! `gemini`: the Gemini API's `streamGenerateContent` (server-sent events, `alt=sse`).
 //!
 //! The system prompt goes in `systemInstruction`, the conversation in `contents` with the roles
 //! `user` and `model`. The reply shape is enforced with `responseJsonSchema` (plain JSON Schema,
@@ -6,21 +6,26 @@
 //! provider keeps `responseMimeType: application/json` and drops the schema for the rest of the
 //! run. The key travels in the `x-goog-api-key` header, never in the URL, so no error or log
 //! line that quotes a URL can leak it.
+//!
+//! Gemini caches repeated prefixes by itself (implicit caching) and reports the tokens read
+//! from the cache as `cachedContentTokenCount`, already included in `promptTokenCount`; there
+//! is no write charge. `--base-url` is the host root, as in Google's SDKs; `/v1beta` is added
+//! unless the URL already ends in a version path.
 
 use async_trait::async_trait;
-use secrecy::SecretString;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::openai::{base_url, model};
-use super::retry::{http_client, post_json, secret_header};
+use super::http::{Endpoint, secret_header};
+use super::openai::{model, versioned_base_url};
 use super::schema::{self, StructuredOutput};
+use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "gemini";
 pub const DEFAULT_MODEL: &str = "gemini-2.5-flash";
-pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 
 const SCHEMA_REFUSAL_MARKERS: &[&str] = &["responsejsonschema", "response_json_schema", "schema"];
 
@@ -35,10 +40,8 @@ const BLOCKED: &[&str] = &[
 ];
 
 pub struct Gemini {
-    client: reqwest::Client,
-    url: String,
+    endpoint: Endpoint,
     model: String,
-    api_key: Option<SecretString>,
     structured: StructuredOutput,
 }
 
@@ -58,11 +61,11 @@ impl Gemini {
                 format!("{model:?} is not a Gemini model name"),
             ));
         }
+        let base = versioned_base_url(settings, DEFAULT_BASE_URL, "v1beta");
+        let url = format!("{base}/{path}:streamGenerateContent?alt=sse");
         Ok(Self {
-            client: http_client(NAME, settings.request_timeout)?,
-            url: format!("{}/{path}:generateContent", base_url(settings, DEFAULT_BASE_URL)),
+            endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model,
-            api_key: settings.api_key.clone(),
             structured: StructuredOutput::default(),
         })
     }
@@ -79,24 +82,33 @@ impl Gemini {
                 json!({"role": role, "parts": [{"text": message.content}]})
             })
             .collect();
+        let mut body = json!({});
+        if !request.system.is_empty() {
+            body["systemInstruction"] = json!({"parts": [{"text": request.system}]});
+        }
+        body["contents"] = json!(contents);
         let mut generation_config = json!({"responseMimeType": "application/json"});
         if structured {
             generation_config["responseJsonSchema"] = schema::gemini(request.reply_schema);
         }
-        let mut body = json!({"contents": contents, "generationConfig": generation_config});
-        if !request.system.is_empty() {
-            body["systemInstruction"] = json!({"parts": [{"text": request.system}]});
-        }
+        body["generationConfig"] = generation_config;
         body
     }
 
-    async fn send(&self, body: &Value) -> Result<Value, ProviderError> {
-        let mut http = self.client.post(&self.url).json(body);
-        if let Some(key) = &self.api_key {
-            let value = secret_header(NAME, "", key)?;
-            http = http.header("x-goog-api-key", value);
-        }
-        post_json(NAME, http, self.api_key.as_ref()).await
+    async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
+        let body = self.body(request, structured);
+        stream::exchange(
+            &self.endpoint,
+            &body,
+            |http| match &self.endpoint.api_key {
+                Some(key) => Ok(http.header("x-goog-api-key", secret_header(NAME, "", key)?)),
+                None => Ok(http),
+            },
+            Framing::ServerSentEvents,
+            request.progress,
+            Reply::default(),
+        )
+        .await
     }
 }
 
@@ -111,17 +123,26 @@ impl Provider for Gemini {
     }
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        let answer = self
-            .structured
+        self.structured
             .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
-                let body = self.body(&request, structured);
-                async move { self.send(&body).await }
+                let request = &request;
+                async move { self.exchange(request, structured).await }
             })
-            .await?;
-        parse(answer)
+            .await
     }
 }
 
+#[derive(Default)]
+struct Reply {
+    content: String,
+    finish_reason: Option<String>,
+    blocked: Option<String>,
+    usage: Usage,
+    /// Whether any chunk came with candidates (a whole answer without any is malformed).
+    candidates_seen: bool,
+}
+
+/// One chunk of the stream: a `GenerateContentResponse` with a piece of the reply.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Response {
@@ -176,58 +197,100 @@ struct UsageMetadata {
     /// Thinking tokens are billed as output, so they count toward the budget too.
     #[serde(default)]
     thoughts_token_count: Option<u64>,
+    /// Part of `prompt_token_count`, read from the implicit or explicit cache.
+    #[serde(default)]
+    cached_content_token_count: Option<u64>,
 }
 
-fn parse(answer: Value) -> Result<Completion, ProviderError> {
-    let response: Response = serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
-        provider: NAME,
-        message: format!("not a generateContent answer: {error}"),
-    })?;
-    let usage = response
-        .usage_metadata
-        .map(|usage| Usage {
-            input_tokens: usage.prompt_token_count.unwrap_or(0),
-            output_tokens: usage.candidates_token_count.unwrap_or(0) + usage.thoughts_token_count.unwrap_or(0),
-        })
-        .unwrap_or_default();
-    // A blocked prompt gets no candidates at all, only the reason.
-    if let Some(reason) = response
-        .prompt_feedback
-        .as_ref()
-        .and_then(|feedback| feedback.block_reason.as_deref())
-    {
-        let detail = response
-            .prompt_feedback
-            .as_ref()
-            .and_then(|feedback| feedback.block_reason_message.as_deref());
-        let reason = match detail {
-            Some(detail) => format!("the prompt was blocked ({reason}): {detail}"),
-            None => format!("the prompt was blocked ({reason})"),
-        };
-        return Ok(Completion {
-            content: String::new(),
-            usage,
-            stop: StopReason::Refusal(reason),
-        });
+impl Reply {
+    fn add(&mut self, endpoint: &Endpoint, value: Value) -> Result<usize, ProviderError> {
+        let response: Response = stream::parse(endpoint, value, "a generateContent answer")?;
+        // Every chunk repeats the counts so far; the last one is the call's.
+        if let Some(usage) = response.usage_metadata {
+            self.usage = Usage {
+                input_tokens: usage.prompt_token_count.unwrap_or(0),
+                output_tokens: usage.candidates_token_count.unwrap_or(0) + usage.thoughts_token_count.unwrap_or(0),
+                cached_input_tokens: usage.cached_content_token_count.unwrap_or(0),
+                cache_write_tokens: 0,
+            };
+        }
+        // A blocked prompt gets no candidates at all, only the reason.
+        if let Some(feedback) = response.prompt_feedback {
+            if let Some(reason) = feedback.block_reason {
+                self.blocked = Some(match feedback.block_reason_message {
+                    Some(detail) => format!("the prompt was blocked ({reason}): {detail}"),
+                    None => format!("the prompt was blocked ({reason})"),
+                });
+            }
+        }
+        let mut added = 0;
+        if let Some(candidate) = response.candidates.and_then(|candidates| candidates.into_iter().next()) {
+            self.candidates_seen = true;
+            let parts = candidate.content.map(|content| content.parts).unwrap_or_default();
+            for text in parts
+                .into_iter()
+                .filter(|part| part.thought != Some(true))
+                .filter_map(|part| part.text)
+            {
+                added += text.len();
+                self.content.push_str(&text);
+            }
+            if candidate.finish_reason.is_some() {
+                self.finish_reason = candidate.finish_reason;
+            }
+        }
+        Ok(added)
     }
-    let Some(candidate) = response.candidates.and_then(|candidates| candidates.into_iter().next()) else {
-        return Err(ProviderError::MalformedResponse {
-            provider: NAME,
-            message: "the answer has no candidates".into(),
-        });
-    };
-    let content: String = candidate
-        .content
-        .map(|content| content.parts)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|part| part.thought != Some(true))
-        .filter_map(|part| part.text)
-        .collect();
-    let stop = match candidate.finish_reason.as_deref() {
-        Some("MAX_TOKENS") => StopReason::Length,
-        Some(reason) if BLOCKED.contains(&reason) => StopReason::Refusal(format!("the reply was blocked ({reason})")),
-        _ => StopReason::Complete,
-    };
-    Ok(Completion { content, usage, stop })
+}
+
+impl Accumulator for Reply {
+    fn event(&mut self, endpoint: &Endpoint, _name: &str, data: &str) -> Result<Step, ProviderError> {
+        let value = stream::json(endpoint, data)?;
+        Ok(Step::More(self.add(endpoint, value)?))
+    }
+
+    fn whole(&mut self, endpoint: &Endpoint, body: Value) -> Result<(), ProviderError> {
+        // A non-streaming answer, or the JSON array `streamGenerateContent` sends without `alt=sse`.
+        match body {
+            Value::Array(chunks) => {
+                for chunk in chunks {
+                    self.add(endpoint, chunk)?;
+                }
+            }
+            other => {
+                self.add(endpoint, other)?;
+            }
+        }
+        if !self.candidates_seen && self.blocked.is_none() {
+            return Err(ProviderError::MalformedResponse {
+                provider: NAME,
+                message: "the answer has no candidates".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn finish(self, endpoint: &Endpoint, _done: bool) -> Result<Completion, ProviderError> {
+        if let Some(reason) = self.blocked {
+            return Ok(Completion {
+                content: String::new(),
+                usage: self.usage,
+                stop: StopReason::Refusal(reason),
+            });
+        }
+        // Gemini has no end-of-stream event: the last chunk is the one with a finish reason.
+        let Some(finish_reason) = self.finish_reason else {
+            return Err(stream::cut_short(endpoint));
+        };
+        let stop = match finish_reason.as_str() {
+            "MAX_TOKENS" => StopReason::Length,
+            reason if BLOCKED.contains(&reason) => StopReason::Refusal(format!("the reply was blocked ({reason})")),
+            _ => StopReason::Complete,
+        };
+        Ok(Completion {
+            content: self.content,
+            usage: self.usage,
+            stop,
+        })
+    }
 }

@@ -2,8 +2,10 @@
 //!
 //! The agent loop only ever sees [`Provider::complete`]: a system prompt, a conversation of
 //! user/assistant turns whose content is text, and the JSON schema of the reply shape. Each
-//! provider translates that into its API's own conversation format, enforces the schema where
-//! the API supports structured output, and reports token usage from the API's own fields.
+//! provider translates that into its API's own conversation format, asks for a streamed reply
+//! (so a long reply never runs into a timeout while tokens flow), enforces the schema where the
+//! API supports structured output, passes the cache hints its API takes, and reports token
+//! usage, cached tokens included, from the API's own fields.
 
 use std::time::Duration;
 
@@ -12,12 +14,16 @@ use serde::Serialize;
 
 pub mod anthropic;
 pub mod gemini;
+mod http;
 pub mod ollama;
 pub mod openai;
 pub mod pricing;
 pub mod replay;
 pub mod retry;
 pub mod schema;
+mod stream;
+pub mod tokens;
+pub mod window;
 
 /// Who said a message in the conversation. The system prompt travels separately because every
 /// API puts it somewhere different.
@@ -50,25 +56,77 @@ impl Message {
 }
 
 /// One call to the model.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct CompletionRequest<'a> {
     pub system: &'a str,
     /// Alternating user/assistant turns, starting and ending with a user turn.
     pub messages: &'a [Message],
     /// JSON schema of the `{plan, tool_calls}` reply, one branch per enabled tool.
     pub reply_schema: &'a serde_json::Value,
+    /// Where the request's prefix is stable, for the APIs whose prompt cache takes hints.
+    pub cache: CacheHints<'a>,
+    /// Told the bytes of reply text received so far, as the reply streams in (for progress).
+    pub progress: Option<&'a (dyn Fn(u64) + Send + Sync)>,
 }
 
-/// Tokens counted by the API for one call.
+impl std::fmt::Debug for CompletionRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompletionRequest")
+            .field("system_bytes", &self.system.len())
+            .field("messages", &self.messages.len())
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> CompletionRequest<'a> {
+    /// A request with no cache hints and no progress callback.
+    pub fn new(system: &'a str, messages: &'a [Message], reply_schema: &'a serde_json::Value) -> Self {
+        Self {
+            system,
+            messages,
+            reply_schema,
+            cache: CacheHints::default(),
+            progress: None,
+        }
+    }
+}
+
+/// What the history policy knows about the request's stable prefix (see `agent::context`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CacheHints<'a> {
+    /// OpenAI's `prompt_cache_key`: requests with the same key are routed to the same cache.
+    pub key: Option<&'a str>,
+    /// Indexes into `messages` after which the conversation is worth caching, oldest first.
+    /// Anthropic puts a `cache_control` breakpoint on each (plus one on the system prompt).
+    pub breakpoints: &'a [usize],
+}
+
+/// Tokens counted by the API for one call, the same way for every API: `input_tokens` is every
+/// input token the call processed, of which `cached_input_tokens` were read from the provider's
+/// prompt cache and `cache_write_tokens` were written to it (each API reports these
+/// differently; the providers normalise).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
 }
 
 impl Usage {
+    /// Input and output tokens (cached ones included).
     pub fn total(&self) -> u64 {
         self.input_tokens + self.output_tokens
+    }
+
+    /// Input tokens billed at the full input rate: neither read from nor written to a cache.
+    pub fn uncached_input_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_sub(self.cached_input_tokens)
+            .saturating_sub(self.cache_write_tokens)
     }
 }
 
@@ -76,6 +134,8 @@ impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Self) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cached_input_tokens += other.cached_input_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
     }
 }
 
@@ -100,15 +160,22 @@ pub struct Completion {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
-    /// The API answered with an error status. `message` is the API's own error text.
-    #[error("{provider}: HTTP {status}: {message}")]
+    /// The API answered with an error status (or reported one inside a stream). `message` is
+    /// the API's own error text; `url` is the address asked, without credentials or query.
+    #[error("{provider}: HTTP {status} from {url}: {message}")]
     Http {
         provider: &'static str,
         status: u16,
         message: String,
         retry_after: Option<Duration>,
+        url: String,
     },
-    /// The request never got an answer (connection refused, reset, timed out).
+    /// The API said the request does not fit the model's context window. Not retried as is:
+    /// the agent masks harder and asks once more.
+    #[error("{provider}: the request does not fit the model's context window: {message}")]
+    ContextLength { provider: &'static str, message: String },
+    /// The request never got a (whole) answer: connection refused, reset, timed out, or a stream
+    /// that ended before its last event.
     #[error("{provider}: {message}")]
     Transport {
         provider: &'static str,
@@ -128,7 +195,7 @@ pub enum ProviderError {
 
 impl ProviderError {
     /// Whether trying the same request again may succeed: rate limits, overload, server errors
-    /// and timeouts. Never auth, validation or spend-limit errors.
+    /// and timeouts. Never auth, validation, context-length or spend-limit errors.
     pub fn is_retryable(&self) -> bool {
         match self {
             ProviderError::Http { status, message, .. } => {
@@ -158,6 +225,18 @@ pub trait Provider: Send + Sync {
     fn model(&self) -> &str;
     /// Ask the model for one reply.
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError>;
+}
+
+/// The model a provider asks when `--model` is not given.
+pub fn default_model(kind: crate::cli::ProviderKind) -> &'static str {
+    use crate::cli::ProviderKind;
+    match kind {
+        ProviderKind::Openai => openai::DEFAULT_MODEL,
+        ProviderKind::Anthropic => anthropic::DEFAULT_MODEL,
+        ProviderKind::Gemini => gemini::DEFAULT_MODEL,
+        ProviderKind::Ollama => ollama::DEFAULT_MODEL,
+        ProviderKind::Replay => "replay",
+    }
 }
 
 /// Builds the provider a run asks for, wrapped in retries (replay is never retried: a script

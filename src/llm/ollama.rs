@@ -2,17 +2,21 @@
 //!
 //! The native endpoint is used rather than Ollama's OpenAI-compatible `/v1` because its
 //! `format` field takes a JSON schema and compiles it into the sampling grammar, so even small
-//! local models produce the reply shape. Replies are requested whole (`stream: false`). An
-//! Ollama too old to take a schema answers 400; the provider then asks for plain JSON
-//! (`format: "json"`) for the rest of the run.
+//! local models produce the reply shape, and because its `options.num_ctx` sets the context
+//! window: upkeep sends the window it fits every request into, so Ollama never truncates a
+//! request silently to its own (small) default. Replies stream as newline-delimited JSON; the
+//! last line (`done: true`) carries the stop reason and the token counts. An Ollama too old to
+//! take a schema answers 400; the provider then asks for plain JSON (`format: "json"`) for the
+//! rest of the run.
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::http::Endpoint;
 use super::openai::{base_url, model};
-use super::retry::{http_client, post_json};
 use super::schema::{self, StructuredOutput};
+use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
 use crate::config::{ConfigError, ProviderSettings};
 
@@ -23,18 +27,23 @@ pub const DEFAULT_BASE_URL: &str = "http://localhost:11434";
 const SCHEMA_REFUSAL_MARKERS: &[&str] = &["format", "schema"];
 
 pub struct Ollama {
-    client: reqwest::Client,
-    url: String,
+    endpoint: Endpoint,
     model: String,
+    /// Sent as `options.num_ctx`.
+    context_window: u64,
     structured: StructuredOutput,
 }
 
 impl Ollama {
     pub fn new(settings: &ProviderSettings) -> Result<Self, ConfigError> {
+        let url = format!("{}/api/chat", base_url(settings, DEFAULT_BASE_URL));
+        let model = model(settings, DEFAULT_MODEL);
         Ok(Self {
-            client: http_client(NAME, settings.request_timeout)?,
-            url: format!("{}/api/chat", base_url(settings, DEFAULT_BASE_URL)),
-            model: model(settings, DEFAULT_MODEL),
+            endpoint: Endpoint::new(NAME, url, None, settings.request_timeout)?,
+            context_window: settings
+                .context_window
+                .unwrap_or_else(|| super::window::default_window(&model)),
+            model,
             structured: StructuredOutput::default(),
         })
     }
@@ -56,11 +65,26 @@ impl Ollama {
         } else {
             json!("json")
         };
-        json!({"model": self.model, "messages": messages, "stream": false, "format": format})
+        json!({
+            "model": self.model,
+            "messages": messages,
+            "stream": true,
+            "format": format,
+            "options": {"num_ctx": self.context_window},
+        })
     }
 
-    async fn send(&self, body: &Value) -> Result<Value, ProviderError> {
-        post_json(NAME, self.client.post(&self.url).json(body), None).await
+    async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
+        let body = self.body(request, structured);
+        stream::exchange(
+            &self.endpoint,
+            &body,
+            Ok,
+            Framing::JsonLines,
+            request.progress,
+            Reply::default(),
+        )
+        .await
     }
 }
 
@@ -75,20 +99,30 @@ impl Provider for Ollama {
     }
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        let answer = self
-            .structured
+        self.structured
             .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
-                let body = self.body(&request, structured);
-                async move { self.send(&body).await }
+                let request = &request;
+                async move { self.exchange(request, structured).await }
             })
-            .await?;
-        parse(answer)
+            .await
     }
 }
 
+#[derive(Default)]
+struct Reply {
+    content: String,
+    done_reason: Option<String>,
+    usage: Usage,
+}
+
+/// One line of the stream (or the whole answer): a piece of the message; the last line has
+/// `done: true`, the stop reason and the counts.
 #[derive(Deserialize)]
-struct Response {
-    message: ResponseMessage,
+struct Line {
+    #[serde(default)]
+    message: Option<ResponseMessage>,
+    #[serde(default)]
+    done: bool,
     #[serde(default)]
     done_reason: Option<String>,
     #[serde(default)]
@@ -103,21 +137,56 @@ struct ResponseMessage {
     content: Option<String>,
 }
 
-fn parse(answer: Value) -> Result<Completion, ProviderError> {
-    let response: Response = serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
-        provider: NAME,
-        message: format!("not a chat answer: {error}"),
-    })?;
-    let stop = match response.done_reason.as_deref() {
-        Some("length") => StopReason::Length,
-        _ => StopReason::Complete,
-    };
-    Ok(Completion {
-        content: response.message.content.unwrap_or_default(),
-        usage: Usage {
-            input_tokens: response.prompt_eval_count.unwrap_or(0),
-            output_tokens: response.eval_count.unwrap_or(0),
-        },
-        stop,
-    })
+impl Reply {
+    /// Adds a line; returns the text it added and whether it was the last.
+    fn add(&mut self, endpoint: &Endpoint, value: Value) -> Result<(usize, bool), ProviderError> {
+        let line: Line = stream::parse(endpoint, value, "a chat answer")?;
+        let text = line.message.and_then(|message| message.content).unwrap_or_default();
+        self.content.push_str(&text);
+        if line.done {
+            self.done_reason = line.done_reason;
+            // Ollama keeps its own prompt cache but reports no cached count.
+            self.usage = Usage {
+                input_tokens: line.prompt_eval_count.unwrap_or(0),
+                output_tokens: line.eval_count.unwrap_or(0),
+                ..Usage::default()
+            };
+        }
+        Ok((text.len(), line.done))
+    }
+}
+
+impl Accumulator for Reply {
+    fn event(&mut self, endpoint: &Endpoint, _name: &str, data: &str) -> Result<Step, ProviderError> {
+        let value = stream::json(endpoint, data)?;
+        match self.add(endpoint, value)? {
+            (_, true) => Ok(Step::Done),
+            (added, false) => Ok(Step::More(added)),
+        }
+    }
+
+    fn whole(&mut self, endpoint: &Endpoint, body: Value) -> Result<(), ProviderError> {
+        if body.get("message").is_none() {
+            return Err(ProviderError::MalformedResponse {
+                provider: NAME,
+                message: "not a chat answer: no message".into(),
+            });
+        }
+        self.add(endpoint, body).map(|_| ())
+    }
+
+    fn finish(self, endpoint: &Endpoint, done: bool) -> Result<Completion, ProviderError> {
+        if !done {
+            return Err(stream::cut_short(endpoint));
+        }
+        let stop = match self.done_reason.as_deref() {
+            Some("length") => StopReason::Length,
+            _ => StopReason::Complete,
+        };
+        Ok(Completion {
+            content: self.content,
+            usage: self.usage,
+            stop,
+        })
+    }
 }

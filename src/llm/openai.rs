@@ -1,19 +1,25 @@
 //! `openai`: the Chat Completions API, and every server that speaks it (Ollama's `/v1`, vLLM,
 //! llama.cpp, LM Studio, OpenRouter) through `--base-url`.
 //!
+//! Replies are streamed (`stream: true`, with `stream_options.include_usage` so the last chunk
+//! carries the usage, cached tokens included). Requests carry a `prompt_cache_key` per cycle so
+//! that OpenAI routes a cycle's requests, which share their prefix, to the same prompt cache.
 //! The reply shape is enforced with strict structured output (`response_format` of type
 //! `json_schema`). Local servers often do not implement it and answer 400; the provider then
 //! asks for JSON in plain text for the rest of the run (the agent's lenient parser reads it),
-//! because a bot that stops on a missing optional feature helps nobody. A key is sent only
-//! when one is set: local servers need none.
+//! because a bot that stops on a missing optional feature helps nobody. The same goes for a
+//! server that refuses the caching and streaming options by name. A key is sent only when one
+//! is set: local servers need none.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use secrecy::SecretString;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::retry::{http_client, post_json, secret_header};
+use super::http::{Endpoint, secret_header};
 use super::schema::{self, StructuredOutput};
+use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
 use crate::config::{ConfigError, ProviderSettings};
 
@@ -23,23 +29,25 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// Words in a 400's message that mean "this server does not take the schema".
 const SCHEMA_REFUSAL_MARKERS: &[&str] = &["response_format", "json_schema", "schema", "structured output"];
+/// Words in a 400's message that mean "this server does not take the optional fields".
+const OPTIONS_REFUSAL_MARKERS: &[&str] = &["prompt_cache_key", "stream_options"];
 
 pub struct OpenAi {
-    client: reqwest::Client,
-    url: String,
+    endpoint: Endpoint,
     model: String,
-    api_key: Option<SecretString>,
     structured: StructuredOutput,
+    /// Cleared when a compatible server refuses `prompt_cache_key`/`stream_options`.
+    options: AtomicBool,
 }
 
 impl OpenAi {
     pub fn new(settings: &ProviderSettings) -> Result<Self, ConfigError> {
+        let url = format!("{}/chat/completions", base_url(settings, DEFAULT_BASE_URL));
         Ok(Self {
-            client: http_client(NAME, settings.request_timeout)?,
-            url: format!("{}/chat/completions", base_url(settings, DEFAULT_BASE_URL)),
+            endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model: model(settings, DEFAULT_MODEL),
-            api_key: settings.api_key.clone(),
             structured: StructuredOutput::default(),
+            options: AtomicBool::new(true),
         })
     }
 
@@ -55,7 +63,13 @@ impl OpenAi {
             };
             messages.push(json!({"role": role, "content": message.content}));
         }
-        let mut body = json!({"model": self.model, "messages": messages});
+        let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        if self.options.load(Ordering::Relaxed) {
+            body["stream_options"] = json!({"include_usage": true});
+            if let Some(key) = request.cache.key {
+                body["prompt_cache_key"] = json!(key);
+            }
+        }
         if structured {
             body["response_format"] = json!({
                 "type": "json_schema",
@@ -69,13 +83,41 @@ impl OpenAi {
         body
     }
 
-    async fn send(&self, body: &Value) -> Result<Value, ProviderError> {
-        let mut http = self.client.post(&self.url).json(body);
-        if let Some(key) = &self.api_key {
-            let value = secret_header(NAME, "Bearer ", key)?;
-            http = http.header(reqwest::header::AUTHORIZATION, value);
+    async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
+        let body = self.body(request, structured);
+        stream::exchange(
+            &self.endpoint,
+            &body,
+            |http| match &self.endpoint.api_key {
+                Some(key) => Ok(http.header(reqwest::header::AUTHORIZATION, secret_header(NAME, "Bearer ", key)?)),
+                None => Ok(http),
+            },
+            Framing::ServerSentEvents,
+            request.progress,
+            Reply::default(),
+        )
+        .await
+    }
+
+    /// One attempt; a server that refuses the optional fields by name is asked again without.
+    async fn attempt(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
+        match self.exchange(request, structured).await {
+            Err(ProviderError::Http { status, message, .. })
+                if (status == 400 || status == 422)
+                    && self.options.load(Ordering::Relaxed)
+                    && OPTIONS_REFUSAL_MARKERS.iter().any(|marker| message.contains(marker)) =>
+            {
+                if self.options.swap(false, Ordering::Relaxed) {
+                    tracing::warn!(
+                        provider = NAME,
+                        reason = message,
+                        "the server refused prompt_cache_key/stream_options; sending neither for the rest of the run"
+                    );
+                }
+                self.exchange(request, structured).await
+            }
+            other => other,
         }
-        post_json(NAME, http, self.api_key.as_ref()).await
     }
 }
 
@@ -90,19 +132,29 @@ impl Provider for OpenAi {
     }
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        let answer = self
-            .structured
+        self.structured
             .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
-                let body = self.body(&request, structured);
-                async move { self.send(&body).await }
+                let request = &request;
+                async move { self.attempt(request, structured).await }
             })
-            .await?;
-        parse(answer)
+            .await
     }
 }
 
+/// A reply as its chunks arrive.
+#[derive(Default)]
+struct Reply {
+    content: String,
+    refusal: Option<String>,
+    finish_reason: Option<String>,
+    usage: Usage,
+}
+
+/// One streamed chunk (`chat.completion.chunk`), or a whole `chat.completion`: the same fields,
+/// under `delta` or `message`.
 #[derive(Deserialize)]
-struct Response {
+struct Chunk {
+    #[serde(default)]
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<ResponseUsage>,
@@ -110,13 +162,14 @@ struct Response {
 
 #[derive(Deserialize)]
 struct Choice {
-    message: ResponseMessage,
+    #[serde(default, alias = "message")]
+    delta: Option<Delta>,
     #[serde(default)]
     finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct ResponseMessage {
+struct Delta {
     #[serde(default)]
     content: Option<String>,
     #[serde(default)]
@@ -129,34 +182,88 @@ struct ResponseUsage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
 }
 
-fn parse(answer: Value) -> Result<Completion, ProviderError> {
-    let response: Response = serde_json::from_value(answer).map_err(|error| ProviderError::MalformedResponse {
-        provider: NAME,
-        message: format!("not a chat completion: {error}"),
-    })?;
-    let usage = response
-        .usage
-        .map(|usage| Usage {
-            input_tokens: usage.prompt_tokens.unwrap_or(0),
-            output_tokens: usage.completion_tokens.unwrap_or(0),
+#[derive(Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl Reply {
+    fn add(&mut self, endpoint: &Endpoint, value: Value) -> Result<usize, ProviderError> {
+        let chunk: Chunk = stream::parse(endpoint, value, "a chat completion chunk")?;
+        if let Some(usage) = chunk.usage {
+            // `prompt_tokens` already includes the cached ones; OpenAI bills no cache writes.
+            self.usage = Usage {
+                input_tokens: usage.prompt_tokens.unwrap_or(0),
+                output_tokens: usage.completion_tokens.unwrap_or(0),
+                cached_input_tokens: usage
+                    .prompt_tokens_details
+                    .and_then(|details| details.cached_tokens)
+                    .unwrap_or(0),
+                cache_write_tokens: 0,
+            };
+        }
+        let mut added = 0;
+        if let Some(choice) = chunk.choices.into_iter().next() {
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content {
+                    added += text.len();
+                    self.content.push_str(&text);
+                }
+                if let Some(text) = delta.refusal {
+                    self.refusal.get_or_insert_with(String::new).push_str(&text);
+                }
+            }
+            if choice.finish_reason.is_some() {
+                self.finish_reason = choice.finish_reason;
+            }
+        }
+        Ok(added)
+    }
+}
+
+impl Accumulator for Reply {
+    fn event(&mut self, endpoint: &Endpoint, _name: &str, data: &str) -> Result<Step, ProviderError> {
+        if data.trim() == "[DONE]" {
+            return Ok(Step::Done);
+        }
+        let value = stream::json(endpoint, data)?;
+        Ok(Step::More(self.add(endpoint, value)?))
+    }
+
+    fn whole(&mut self, endpoint: &Endpoint, body: Value) -> Result<(), ProviderError> {
+        if body.get("choices").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+            return Err(ProviderError::MalformedResponse {
+                provider: NAME,
+                message: "the answer has no choices".into(),
+            });
+        }
+        self.add(endpoint, body).map(|_| ())
+    }
+
+    fn finish(self, endpoint: &Endpoint, done: bool) -> Result<Completion, ProviderError> {
+        // Some compatible servers end with the finish reason and no `[DONE]`.
+        if !done && self.finish_reason.is_none() {
+            return Err(stream::cut_short(endpoint));
+        }
+        let stop = match (self.refusal, self.finish_reason.as_deref()) {
+            (Some(reason), _) => StopReason::Refusal(reason),
+            (None, Some("content_filter")) => {
+                StopReason::Refusal("the reply was withheld by the content filter".into())
+            }
+            (None, Some("length")) => StopReason::Length,
+            _ => StopReason::Complete,
+        };
+        Ok(Completion {
+            content: self.content,
+            usage: self.usage,
+            stop,
         })
-        .unwrap_or_default();
-    let Some(choice) = response.choices.into_iter().next() else {
-        return Err(ProviderError::MalformedResponse {
-            provider: NAME,
-            message: "the answer has no choices".into(),
-        });
-    };
-    let content = choice.message.content.unwrap_or_default();
-    let stop = match (choice.message.refusal, choice.finish_reason.as_deref()) {
-        (Some(reason), _) => StopReason::Refusal(reason),
-        (None, Some("content_filter")) => StopReason::Refusal("the reply was withheld by the content filter".into()),
-        (None, Some("length")) => StopReason::Length,
-        _ => StopReason::Complete,
-    };
-    Ok(Completion { content, usage, stop })
+    }
 }
 
 /// The model from the settings, or the provider's default when none (or an empty one) is set.
@@ -181,4 +288,48 @@ pub(super) fn base_url(settings: &ProviderSettings, default: &str) -> String {
         .unwrap_or(default)
         .trim_end_matches('/')
         .to_owned()
+}
+
+/// The base URL of an API whose SDKs take the host root (Anthropic, Gemini): `version` is
+/// added unless the URL already ends in a version path (`/v1`, `/v1beta`, `/v2alpha`).
+pub(super) fn versioned_base_url(settings: &ProviderSettings, default_root: &str, version: &str) -> String {
+    let base = base_url(settings, default_root);
+    let last = base.rsplit('/').next().unwrap_or_default();
+    if is_version_segment(last) {
+        base
+    } else {
+        format!("{base}/{version}")
+    }
+}
+
+/// `v1`, `v1beta`, `v2alpha3`: a `v`, digits, then optionally `alpha`/`beta` and digits.
+fn is_version_segment(segment: &str) -> bool {
+    let Some(rest) = segment.strip_prefix('v') else {
+        return false;
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    if digits == 0 {
+        return false;
+    }
+    let rest = &rest[digits..];
+    let rest = rest
+        .strip_prefix("alpha")
+        .or_else(|| rest.strip_prefix("beta"))
+        .unwrap_or(rest);
+    rest.chars().all(|c| c.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_paths_are_recognised() {
+        for version in ["v1", "v1beta", "v2alpha", "v1beta3", "v10"] {
+            assert!(is_version_segment(version), "{version}");
+        }
+        for other in ["", "v", "vx", "api", "v1-beta", "models", "v1beta-x"] {
+            assert!(!is_version_segment(other), "{other}");
+        }
+    }
 }

@@ -99,7 +99,8 @@ mod tests {
             replay.replies[0].1,
             Usage {
                 input_tokens: 3,
-                output_tokens: 4
+                output_tokens: 4,
+                ..Usage::default()
             }
         );
         assert!(Replay::parse("not json").is_err());

@@ -389,15 +389,15 @@ impl StructuredOutput {
     /// Sends with the schema while the server accepts it; on the first refusal turns it off for
     /// the rest of the run and sends the same request again without it. `send(true)` asks with
     /// the schema, `send(false)` without.
-    pub async fn send_with_fallback<F, Fut>(
+    pub async fn send_with_fallback<T, F, Fut>(
         &self,
         provider: &'static str,
         markers: &[&str],
         send: F,
-    ) -> Result<Value, super::ProviderError>
+    ) -> Result<T, super::ProviderError>
     where
         F: Fn(bool) -> Fut,
-        Fut: std::future::Future<Output = Result<Value, super::ProviderError>>,
+        Fut: std::future::Future<Output = Result<T, super::ProviderError>>,
     {
         let structured = self.enabled();
         match send(structured).await {

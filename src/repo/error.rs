@@ -18,14 +18,17 @@ pub enum WorkspaceError {
     AuthRejected { url: String, hint: String },
     #[error("the repository {0} has no commits yet; upkeep needs a base branch to work from")]
     EmptyRepository(String),
-    #[error("base branch `{0}` does not exist in the repository")]
-    MissingBase(String),
+    #[error("base branch `{branch}` does not exist in the repository{}", match default { Some(default) => format!(" (its default branch is `{default}`: pass --base {default}, or leave --base out)"), None => String::new() })]
+    MissingBase { branch: String, default: Option<String> },
     #[error("push of {branch} was rejected by the remote: {message}")]
     PushRejected { branch: String, message: String },
     #[error("refusing to push `{0}`: upkeep only pushes branches under upkeep/")]
     NotABotBranch(String),
     #[error("nothing to commit: the working tree has no changes")]
     NothingToCommit,
+    /// A file of the change (or its message) holds a secret value upkeep knows.
+    #[error("{0} holds a secret value (a token or API key upkeep holds); nothing was committed")]
+    SecretInChange(String),
     #[error("interrupted")]
     Interrupted,
     /// The run's `--timeout` passed during git work: a budget (exit 4), not a failure.

@@ -131,7 +131,10 @@ pub(super) fn fetch_branch(
             .iter()
             .find(|(name, _)| *name == wanted)
             .map(|(_, oid)| *oid)
-            .ok_or_else(|| WorkspaceError::MissingBase(branch.clone()))?;
+            .ok_or_else(|| WorkspaceError::MissingBase {
+                branch: branch.clone(),
+                default: default_branch(connection.default_branch().ok(), &heads),
+            })?;
         if let Some(reason) = stop.reason() {
             return Err(WorkspaceError::from(reason).into());
         }

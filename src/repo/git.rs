@@ -35,6 +35,7 @@ pub use super::error::WorkspaceError;
 use super::fetch::{self, Failure, FetchSpec, credential_callbacks};
 use super::stop::{DEFAULT_STALL_TIMEOUT, Stop};
 use super::transport::{Transfer, with_transfer};
+use crate::secrets::Redactor;
 
 /// Prefix of every branch upkeep creates, and the only branches it force-pushes.
 pub const BOT_BRANCH_PREFIX: &str = "upkeep/";
@@ -129,6 +130,9 @@ pub(super) struct Inner {
     pub is_local: bool,
     pub stall_timeout: Duration,
     pub stop: Stop,
+    /// The last commit a pull request of this cycle carries (`None`: the base commit); see
+    /// `changes.rs`.
+    pub saved: std::sync::Mutex<Option<git2::Oid>>,
     // Last: removes the directory once everything above is done with it.
     pub _dir: TempRoot,
 }
@@ -241,6 +245,7 @@ impl Workspace {
                 url: request.url.clone(),
                 base: fetched.branch,
                 base_commit: fetched.tip,
+                saved: std::sync::Mutex::new(None),
                 depth: request.depth,
                 is_local: request.is_local,
                 stall_timeout: request.stall_timeout,
@@ -333,20 +338,30 @@ impl Workspace {
     }
 
     /// [`Workspace::commit_blocking`] on a blocking thread.
-    pub async fn commit(&self, branch: &str, message: &str, identity: &Identity) -> Result<git2::Oid, WorkspaceError> {
-        let (branch, message, identity) = (branch.to_owned(), message.to_owned(), identity.clone());
-        self.run_blocking(move |workspace| workspace.commit_blocking(&branch, &message, &identity))
+    pub async fn commit(
+        &self,
+        branch: &str,
+        message: &str,
+        identity: &Identity,
+        secrets: &Redactor,
+    ) -> Result<git2::Oid, WorkspaceError> {
+        let (branch, message, identity, secrets) =
+            (branch.to_owned(), message.to_owned(), identity.clone(), secrets.clone());
+        self.run_blocking(move |workspace| workspace.commit_blocking(&branch, &message, &identity, &secrets))
             .await
     }
 
     /// Commits every change (additions, edits, deletions; ignored files excluded) on `branch`,
     /// creating it from HEAD when needed. The base branch itself is never committed to: HEAD
-    /// moves to the bot branch first.
+    /// moves to the bot branch first. A change whose content holds a value of `secrets` is
+    /// refused before anything is committed: every added or modified file is checked whole, so
+    /// a token assembled over several edits is caught as surely as one written at once.
     pub fn commit_blocking(
         &self,
         branch: &str,
         message: &str,
         identity: &Identity,
+        secrets: &Redactor,
     ) -> Result<git2::Oid, WorkspaceError> {
         if !branch.starts_with(BOT_BRANCH_PREFIX) {
             return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
@@ -368,12 +383,16 @@ impl Workspace {
         if parent.tree_id() == tree_id {
             return Err(WorkspaceError::NothingToCommit);
         }
+        let tree = repo.find_tree(tree_id)?;
+        refuse_secrets(&repo, &parent.tree()?, &tree, secrets)?;
+        if secrets.contains(message.as_bytes()) {
+            return Err(WorkspaceError::SecretInChange("the commit message".into()));
+        }
         let refname = format!("refs/heads/{branch}");
         if repo.head()?.name().ok() != Some(refname.as_str()) {
             repo.branch(branch, &parent, true)?;
             repo.set_head(&refname)?;
         }
-        let tree = repo.find_tree(tree_id)?;
         let signature = git2::Signature::now(&identity.name, &identity.email)?;
         Ok(repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &[&parent])?)
     }
@@ -457,6 +476,34 @@ pub(super) fn open_layout(layout: &Layout) -> Result<Repository, WorkspaceError>
     )?;
     repo.set_workdir(&layout.root, false)?;
     Ok(repo)
+}
+
+/// Refuses a change that would commit a known secret value: every file the change adds or
+/// modifies is read from the new tree and checked whole.
+fn refuse_secrets(
+    repo: &Repository,
+    old: &git2::Tree<'_>,
+    new: &git2::Tree<'_>,
+    secrets: &Redactor,
+) -> Result<(), WorkspaceError> {
+    if secrets.is_empty() {
+        return Ok(());
+    }
+    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
+    for delta in diff.deltas() {
+        let file = delta.new_file();
+        if !file.exists() || file.id().is_zero() {
+            continue;
+        }
+        let Ok(blob) = repo.find_blob(file.id()) else {
+            continue;
+        };
+        if secrets.contains(blob.content()) {
+            let path = file.path().map(|p| p.display().to_string()).unwrap_or_default();
+            return Err(WorkspaceError::SecretInChange(path));
+        }
+    }
+    Ok(())
 }
 
 /// A diff as `git diff` prints it (file headers, hunk headers, and lines with their `+`, `-`

@@ -15,9 +15,11 @@
 //!
 //! `docs/git.md` describes the git side for users, `docs/safety.md` the whole boundary.
 
+mod changes;
 mod checkout;
 pub mod cleanup;
 mod error;
+mod export;
 mod fetch;
 pub mod fs;
 pub mod git;
@@ -29,6 +31,7 @@ pub mod transport;
 mod waiting;
 pub mod walk;
 
+pub use changes::UnsavedChanges;
 pub use fs::{EntryKind, GateError, RepoPath, WorkTree, Written};
 pub use git::{BOT_BRANCH_PREFIX, CloneRequest, GitAuth, Identity, Workspace, WorkspaceError, patch_text};
 pub use stop::{Stop, StopReason};

@@ -87,6 +87,7 @@ impl Workspace {
         delete_leftover_refs(&repo, &inner.base)?;
         empty_dir(&inner.layout.scratch)?;
         inner.base_commit = tip.id();
+        inner.saved = std::sync::Mutex::new(None);
         Ok(())
     }
 }

@@ -62,20 +62,3 @@ impl Stop {
 
 /// How long a transfer may go without a byte moving before it is abandoned.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The environment variable that sets the stall timeout, in seconds.
-pub const STALL_TIMEOUT_ENV: &str = "UPKEEP_GIT_STALL_TIMEOUT";
-
-/// The stall timeout from [`STALL_TIMEOUT_ENV`] (whole seconds, at least 1), or the default.
-pub fn stall_timeout_from_env() -> Result<Duration, String> {
-    match std::env::var(STALL_TIMEOUT_ENV) {
-        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_STALL_TIMEOUT),
-        Ok(value) => match value.trim().parse::<u64>() {
-            Ok(seconds) if seconds > 0 => Ok(Duration::from_secs(seconds)),
-            _ => Err(format!(
-                "{STALL_TIMEOUT_ENV}: expected whole seconds above 0, got `{value}`"
-            )),
-        },
-        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{STALL_TIMEOUT_ENV}: not valid UTF-8")),
-    }
-}

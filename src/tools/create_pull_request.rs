@@ -50,16 +50,22 @@ impl Tool for CreatePullRequest {
 
         let on_bot_branch = workspace.current_branch().await.map_err(fatal)? == branch;
         let message = format!("{title}\n\n{}", crate::forge::body_with_issue(&body, issue));
-        match workspace.commit(&branch, &message, ctx.identity).await {
-            Ok(_) => {}
-            Err(WorkspaceError::NothingToCommit) if on_bot_branch => {}
+        let commit = match workspace.commit(&branch, &message, ctx.identity, ctx.redactor).await {
+            Ok(commit) => commit,
+            // The change was committed by an earlier call whose publishing failed: publish it.
+            Err(WorkspaceError::NothingToCommit) if on_bot_branch => workspace.head().await.map_err(fatal)?,
             Err(WorkspaceError::NothingToCommit) => {
                 return Err(ToolError::model(
                     "there are no changes to propose: make the changes with write_file or edit_file first, or call finish if nothing needs changing",
                 ));
             }
+            Err(WorkspaceError::SecretInChange(place)) => {
+                return Err(ToolError::model(format!(
+                    "{place} contains a secret value (a token or API key upkeep holds), so nothing was committed or pushed; remove it from the change and call create_pull_request again"
+                )));
+            }
             Err(error) => return Err(fatal(error)),
-        }
+        };
         let draft = PullRequestDraft {
             branch,
             base: workspace.base_branch().to_owned(),
@@ -70,6 +76,8 @@ impl Tool for CreatePullRequest {
         };
         match ctx.forge.publish(workspace, &draft).await {
             Ok(mut pull_request) => {
+                // What the pull request carries is saved: `finish` may end the cycle now.
+                workspace.mark_saved(commit);
                 pull_request.task_key = draft.task_key.clone();
                 Ok(ToolOutput::PullRequest(pull_request))
             }

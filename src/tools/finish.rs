@@ -1,9 +1,14 @@
-//! `finish`: end the cycle, either with the task completed or with nothing left to do.
+//! `finish`: end the cycle, either with the task completed or with nothing left to do. Refused
+//! while the clone holds changes no pull request of the cycle carries: finishing would drop
+//! them with the clone.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::{CycleEnd, FinishStatus, Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+
+/// Files named in the refusal at most; the rest are counted.
+const MAX_NAMED_FILES: usize = 20;
 
 pub struct Finish;
 
@@ -26,7 +31,7 @@ impl Tool for Finish {
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let status = match args::required_str(arguments, "status")? {
             "completed" => FinishStatus::Completed,
             "no_tasks" => FinishStatus::NoTasks,
@@ -37,6 +42,25 @@ impl Tool for Finish {
             }
         };
         let summary = args::optional_str(arguments, "summary")?.unwrap_or_default().to_owned();
+        // Ending the cycle drops the clone: work no pull request carries would be lost.
+        let unsaved = ctx.workspace.unsaved().await.map_err(|error| {
+            ToolError::Fatal(anyhow::Error::new(error).context("checking the clone for unsaved changes"))
+        })?;
+        if !unsaved.is_empty() {
+            let mut files = unsaved
+                .files
+                .iter()
+                .take(MAX_NAMED_FILES)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if unsaved.files.len() > MAX_NAMED_FILES {
+                files.push_str(&format!(" and {} more", unsaved.files.len() - MAX_NAMED_FILES));
+            }
+            return Err(ToolError::model(format!(
+                "the clone has changes no pull request of this cycle carries, and finishing would lose them: {files}. Propose them with create_pull_request, or undo them (write back each file's original content with write_file or edit_file); if you are unsure, ask a human with ask_question"
+            )));
+        }
         Ok(ToolOutput::EndCycle(CycleEnd::Finish { status, summary }))
     }
 }

@@ -7,17 +7,14 @@ use serde_json::json;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use super::support::model_api::{openai_stream, openai_usage};
 use super::support::{TestRepo, Upkeep, reply};
 
-/// A Chat Completions reply that reports heavy usage: 5000 input + 500 output tokens, which is
-/// $0.014 at gpt-4.1's built-in price ($2 / $8 per million).
-fn expensive_reply() -> serde_json::Value {
+/// A streamed Chat Completions reply that reports heavy usage: 5000 input + 500 output tokens,
+/// which is $0.014 at gpt-4.1's built-in price ($2 / $8 per million).
+fn expensive_reply() -> ResponseTemplate {
     let content = reply("read", &[("read_file", json!({"path": "README.md"}))]);
-    json!({
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4.1",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 5000, "completion_tokens": 500, "total_tokens": 5500},
-    })
+    openai_stream(&content, "stop", openai_usage(5000, 500, 0))
 }
 
 async fn run_with(server: &MockServer, budget: &[&str]) -> super::support::RunOutput {
@@ -46,16 +43,12 @@ async fn run_with(server: &MockServer, budget: &[&str]) -> super::support::RunOu
 async fn max_cost_stops_before_the_call_that_would_exceed_it() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(expensive_reply()))
+        .respond_with(expensive_reply())
         .mount(&server)
         .await;
     let out = run_with(&server, &["--max-cost", "0.02"]).await;
     out.assert_code(4);
-    assert_eq!(
-        server.received_requests().await.expect("recorded").len(),
-        1,
-        "the second call was never sent"
-    );
+    assert_eq!(received(&server).await.len(), 1, "the second call was never sent");
     assert!(out.stderr.contains("--max-cost"), "{}", out.stderr);
     let finished = &out.events_of("run_finished")[0];
     assert_eq!(finished["outcome"], "limit");
@@ -72,12 +65,12 @@ async fn max_cost_stops_before_the_call_that_would_exceed_it() {
 async fn max_tokens_stops_before_the_call_that_would_exceed_it() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(expensive_reply()))
+        .respond_with(expensive_reply())
         .mount(&server)
         .await;
     let out = run_with(&server, &["--max-tokens", "7000"]).await;
     out.assert_code(4);
-    assert_eq!(server.received_requests().await.expect("recorded").len(), 1);
+    assert_eq!(received(&server).await.len(), 1);
     assert!(out.stderr.contains("--max-tokens 7000"), "{}", out.stderr);
     assert_eq!(out.events_of("run_finished")[0]["usage"]["input_tokens"], 5000);
 }
@@ -86,15 +79,94 @@ async fn max_tokens_stops_before_the_call_that_would_exceed_it() {
 async fn timeout_cuts_a_slow_call_short() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(expensive_reply())
-                .set_delay(Duration::from_secs(60)),
-        )
+        .respond_with(expensive_reply().set_delay(Duration::from_secs(60)))
         .mount(&server)
         .await;
     let out = run_with(&server, &["--timeout", "1s"]).await;
     out.assert_code(4);
     assert!(out.stderr.contains("--timeout 1s"), "{}", out.stderr);
     assert_eq!(out.leftover_temp_entries, 0);
+}
+
+/// Serves `replies` in order as streamed Anthropic messages, each with the same usage.
+async fn anthropic_server(replies: &[String], usage: serde_json::Value, output_tokens: u64) -> MockServer {
+    let server = MockServer::start().await;
+    for (index, content) in replies.iter().enumerate() {
+        Mock::given(method("POST"))
+            .respond_with(super::support::model_api::anthropic_stream(
+                content,
+                "end_turn",
+                usage.clone(),
+                output_tokens,
+            ))
+            .up_to_n_times(1)
+            .with_priority(u8::try_from(index + 1).expect("few replies"))
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
+/// Cost and usage with cached input: each API counts it its own way, upkeep reports it one way
+/// and prices each kind of input token at its own rate.
+#[tokio::test(flavor = "multi_thread")]
+async fn cost_with_cached_and_written_input_equals_the_hand_computed_figure() {
+    let replies = [
+        reply("read", &[("read_file", json!({"path": "README.md"}))]),
+        super::support::finish("no_tasks"),
+    ];
+    // Anthropic: 1,000 tokens after the last breakpoint, 20,000 read from the cache, 5,000
+    // written to it, 400 out; claude-sonnet-4-5 costs $3 in, $0.30 cached, $3.75 written, $15 out:
+    // 1,000 * 3 + 20,000 * 0.30 + 5,000 * 3.75 + 400 * 15 = $0.03375 a call.
+    let usage = super::support::model_api::anthropic_usage(1_000, 20_000, 5_000);
+    let server = anthropic_server(&replies, usage, 400).await;
+    let repo = TestRepo::new();
+    let out = Upkeep::new()
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .args(["run", "--json", "--task", "t", "--provider", "anthropic", "--base-url"])
+        .args([server.uri()])
+        .args(["--repo"])
+        .args([repo.path()])
+        .run_async()
+        .await;
+    out.assert_code(0);
+    let responses = out.events_of("model_response");
+    assert_eq!(responses.len(), 2);
+    assert_eq!(
+        responses[0]["usage"],
+        json!({"input_tokens": 26_000, "output_tokens": 400, "cached_input_tokens": 20_000, "cache_write_tokens": 5_000})
+    );
+    let per_call = responses[0]["cost_usd"].as_f64().expect("cost");
+    assert!((per_call - 0.03375).abs() < 1e-9, "{per_call}");
+    let finished = &out.events_of("run_finished")[0];
+    let total = finished["cost_usd"].as_f64().expect("cost");
+    assert!((total - 0.0675).abs() < 1e-9, "{total}");
+    assert_eq!(finished["usage"]["cached_input_tokens"], 40_000);
+    assert_eq!(finished["usage"]["cache_write_tokens"], 10_000);
+
+    // OpenAI: 10,000 prompt tokens of which 8,000 cached, 500 out; gpt-4.1 costs $2 in, $0.50
+    // cached, $8 out: 2,000 * 2 + 8,000 * 0.50 + 500 * 8 = $0.012 a call.
+    let server = MockServer::start().await;
+    for (index, content) in replies.iter().enumerate() {
+        Mock::given(method("POST"))
+            .respond_with(openai_stream(content, "stop", openai_usage(10_000, 500, 8_000)))
+            .up_to_n_times(1)
+            .with_priority(u8::try_from(index + 1).expect("few replies"))
+            .mount(&server)
+            .await;
+    }
+    let out = run_with(&server, &[]).await;
+    out.assert_code(0);
+    let finished = &out.events_of("run_finished")[0];
+    let total = finished["cost_usd"].as_f64().expect("cost");
+    assert!((total - 0.024).abs() < 1e-9, "{total}");
+    assert_eq!(finished["usage"]["input_tokens"], 20_000);
+    assert_eq!(finished["usage"]["cached_input_tokens"], 16_000);
+}
+
+/// What the server received, each body checked against the API description of its path.
+async fn received(server: &MockServer) -> Vec<wiremock::Request> {
+    let requests = server.received_requests().await.expect("recorded");
+    super::support::conformance::assert_each_request_conforms(&requests);
+    requests
 }

@@ -171,3 +171,65 @@ fn uncommitted_changes_and_an_untracked_task_file_are_warned_about() {
         out.stderr
     );
 }
+
+/// Every declared tool the model is offered is named with the program it runs and who declared
+/// it: the operator (`--config`) or the repository (`.upkeep.toml`).
+#[test]
+fn run_and_cycle_start_name_each_exposed_declared_tool_and_its_origin() {
+    let repo = TestRepo::with_files(&[(
+        ".upkeep.toml",
+        "[[tools]]\nname = \"lint\"\ndescription = \"Lint\"\ncmd = \"true\"\n",
+    )]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("operator.toml");
+    std::fs::write(&config, DECLARED).expect("write");
+    let script = super::support::Script::new(&[super::support::finish("no_tasks")]);
+    let config_arg = config.to_str().expect("utf-8").to_owned();
+    let out = super::support::run_local(
+        &repo,
+        &script,
+        &[
+            "--config",
+            &config_arg,
+            "--allow-tool",
+            "cargo_test",
+            "--allow-tool",
+            "lint",
+        ],
+    );
+    out.assert_code(0);
+    let started = &out.events_of("run_started")[0];
+    assert_eq!(
+        started["declared_tools"],
+        serde_json::json!([{"name": "cargo_test", "program": "cargo", "declared_in": format!("--config {config_arg}")}])
+    );
+    let cycle = &out.events_of("cycle_started")[0];
+    assert_eq!(
+        cycle["declared_tools"],
+        serde_json::json!([
+            {"name": "cargo_test", "program": "cargo", "declared_in": format!("--config {config_arg}")},
+            {"name": "lint", "program": "true", "declared_in": ".upkeep.toml"},
+        ])
+    );
+    assert!(
+        out.stderr
+            .contains("declared tool lint runs `true` (declared in .upkeep.toml)"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A base branch that does not exist is a usage error, naming the default branch to use.
+#[test]
+fn a_missing_base_branch_is_a_usage_error_that_names_the_default() {
+    let repo = TestRepo::new();
+    let script = super::support::Script::new(&[super::support::finish("no_tasks")]);
+    let out = super::support::run_local(&repo, &script, &["--base", "develop"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("`develop` does not exist") && out.stderr.contains("--base main"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.events_of("model_response").is_empty());
+}

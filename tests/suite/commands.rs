@@ -234,7 +234,7 @@ fn landlock_confines_writes_to_the_clone() {
     let upkeep = Upkeep::new();
     let outside = upkeep.tmp.path().join("home").join("outside.txt");
     let command = format!(
-        "echo in > inside.txt && cat inside.txt; echo out > {}",
+        "echo in > inside.txt && cat inside.txt && rm inside.txt; echo out > {}",
         outside.display()
     );
     let script = Script::new(&[

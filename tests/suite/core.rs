@@ -60,6 +60,7 @@ fn every_event_carries_run_id_timestamp_and_scope() {
         [
             "run_started",
             "cycle_started",
+            "context",
             "model_response",
             "plan",
             "tool_call",
@@ -74,8 +75,10 @@ fn every_event_carries_run_id_timestamp_and_scope() {
         let ts = event["ts"].as_str().expect("ts");
         assert!(ts.parse::<jiff::Timestamp>().is_ok(), "RFC 3339 timestamp: {ts}");
     }
-    assert_eq!(events[4]["cycle"], 1);
-    assert_eq!(events[4]["turn"], 1);
+    assert_eq!(events[5]["cycle"], 1);
+    assert_eq!(events[5]["turn"], 1);
+    assert_eq!(events[2]["turn"], 1, "the context event is scoped to its turn");
+    assert!(events[2]["estimated_tokens"].as_u64().is_some_and(|tokens| tokens > 0));
     assert_eq!(events[0]["dangerous_tools"], false);
 }
 
@@ -189,7 +192,13 @@ fn safe_mode_rejects_run_shell_command_and_never_runs_it() {
         .expect("read ran");
     assert_eq!(read["ok"], false, "marker.txt was never created: {read}");
 
-    // With the flag the same script runs the command.
+    // With the flag the same script runs the command (and then removes what it made, which
+    // `finish` would otherwise refuse to drop).
+    let mut replies = replies.to_vec();
+    replies.insert(
+        2,
+        reply("tidy up", &[("run_shell_command", json!({"command": "rm marker.txt"}))]),
+    );
     let script = Script::new(&replies);
     let out = run_local(&repo, &script, &["--task", "t", "--allow-dangerous-tools"]);
     out.assert_code(0);
@@ -620,6 +629,19 @@ fn quiet_mode_still_shows_a_question_and_the_summary() {
     );
 }
 
+/// `--quiet` prints the final summary and nothing else when all goes well (before, "done: ..."
+/// and similar progress lines got through).
+#[test]
+fn quiet_mode_prints_only_the_summary_when_nothing_needs_a_person() {
+    let repo = TestRepo::new();
+    let script = Script::new(&pr_replies("notes.txt", "notes\n", "Add notes"));
+    let out = run_local(&repo, &script, &["--task", "t", "--quiet"]);
+    out.assert_code(0);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(lines[0].starts_with("upkeep finished: pull_request"), "{}", out.stderr);
+}
+
 #[test]
 fn forge_none_keeps_the_change_in_the_clone_and_shows_the_diff() {
     let repo = TestRepo::new();
@@ -630,6 +652,33 @@ fn forge_none_keeps_the_change_in_the_clone_and_shows_the_diff() {
     assert_eq!(repo.refs(), before, "nothing pushed anywhere");
     assert!(out.stderr.contains("+only in the clone"), "{}", out.stderr);
     assert_eq!(out.events_of("pull_request")[0]["branch"], "upkeep/keep-it-local");
+    assert_eq!(out.leftover_temp_entries, 0);
+    // It says the truth about the clone: it is removed, unless --keep-clone copies it.
+    assert!(
+        out.stderr.contains("removed at the end of the run unless --keep-clone"),
+        "{}",
+        out.stderr
+    );
+    let keep = tempfile::tempdir().expect("tempdir");
+    let dir = keep.path().join("kept");
+    let script = Script::new(&pr_replies("kept.txt", "only in the clone\n", "Keep it local"));
+    let dir_arg = dir.to_str().expect("utf-8").to_owned();
+    let out = run_local(
+        &repo,
+        &script,
+        &["--task", "t", "--forge", "none", "--keep-clone", &dir_arg],
+    );
+    out.assert_code(0);
+    assert!(out.stderr.contains(&format!("kept at {dir_arg}")), "{}", out.stderr);
+    assert_eq!(
+        super::support::git(&dir, &["show", "upkeep/keep-it-local:kept.txt"]),
+        "only in the clone"
+    );
+    assert_eq!(
+        super::support::git(&dir, &["status", "--porcelain"]),
+        "",
+        "a clean, ordinary clone"
+    );
     assert_eq!(out.leftover_temp_entries, 0);
 }
 

@@ -502,7 +502,7 @@ fn a_bad_stall_timeout_is_a_usage_error() {
         &[],
     );
     out.assert_code(2);
-    assert!(out.stderr.contains("UPKEEP_GIT_STALL_TIMEOUT"), "{}", out.stderr);
+    assert!(out.stderr.contains("--git-stall-timeout"), "{}", out.stderr);
 }
 
 /// The source of a local clone is untrusted too: a `commondir` file in its git directory would

@@ -63,7 +63,12 @@ fn a_private_repository_clones_and_pushes_with_the_token_as_basic_credentials() 
     }
     std::fs::write(workspace.root().join("blob.bin"), &noise).expect("write");
     let commit = workspace
-        .commit_blocking("upkeep/big", "Add a big file", &Identity::default())
+        .commit_blocking(
+            "upkeep/big",
+            "Add a big file",
+            &Identity::default(),
+            &upkeep::secrets::Redactor::default(),
+        )
         .expect("commit");
     workspace.push_blocking("upkeep/big", &auth.auth).expect("push");
     assert_eq!(git(&bare, &["rev-parse", "refs/heads/upkeep/big"]), commit.to_string());
@@ -109,7 +114,7 @@ fn a_missing_repository_is_not_mistaken_for_a_missing_branch() {
     let (served, _bare, _origin) = served_repository();
     let server = GitHttpServer::start(served.path(), None);
     let error = clone(&request(format!("{}/o/missing.git", server.url()), None)).expect_err("no such repository");
-    assert!(!matches!(error, WorkspaceError::MissingBase(_)), "{error:?}");
+    assert!(!matches!(error, WorkspaceError::MissingBase { .. }), "{error:?}");
     let message = error.to_string();
     assert!(
         message.contains("404") && message.contains("no such repository"),

@@ -585,10 +585,24 @@ async fn a_refused_push_is_a_failed_tool_result_and_opens_nothing() {
     hub.git.reject_pushes_to("refs/heads/upkeep/add-notes");
     let script = Script::new(&[
         write_and_propose("NOTES.md", "notes\n", "Add notes", None),
-        finish("completed"),
+        // `finish` would drop the unpublished change: the model has to ask instead.
+        reply(
+            "stuck",
+            &[(
+                "ask_question",
+                json!({"question_text": "The pull request could not be opened. What now?"}),
+            )],
+        ),
     ]);
     let out = hub.run(&script, &["--task", "add notes"]);
-    out.assert_code(0);
+    out.assert_code(3);
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "the change is reported, not dropped: {}", out.stdout);
+    assert!(
+        unsaved[0]["diff"].as_str().unwrap_or("").contains("+notes"),
+        "{}",
+        unsaved[0]
+    );
     let result = result_of(&out, "create_pull_request");
     assert_eq!(result["ok"], false, "{result}");
     assert!(result["output"].as_str().unwrap_or("").contains("rejected"), "{result}");
@@ -657,10 +671,24 @@ async fn a_validation_error_goes_back_to_the_model_as_a_failed_result() {
     .await;
     let script = Script::new(&[
         write_and_propose("NOTES.md", "notes\n", "Add notes", None),
-        finish("completed"),
+        // `finish` would drop the unpublished change: the model has to ask instead.
+        reply(
+            "stuck",
+            &[(
+                "ask_question",
+                json!({"question_text": "The pull request could not be opened. What now?"}),
+            )],
+        ),
     ]);
     let out = hub.run(&script, &["--task", "add notes"]);
-    out.assert_code(0);
+    out.assert_code(3);
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "the change is reported, not dropped: {}", out.stdout);
+    assert!(
+        unsaved[0]["diff"].as_str().unwrap_or("").contains("+notes"),
+        "{}",
+        unsaved[0]
+    );
     let result = result_of(&out, "create_pull_request");
     assert_eq!(result["ok"], false, "{result}");
     let output = result["output"].as_str().unwrap_or("");
@@ -669,4 +697,43 @@ async fn a_validation_error_goes_back_to_the_model_as_a_failed_result() {
         "{output}"
     );
     assert_eq!(out.events_of("model_response").len(), 2, "the model got another turn");
+}
+
+/// octocrab, which the GitHub API client used before, ignored HTTP_PROXY while git and the
+/// model APIs honoured it: behind a proxy, the API calls went around it (or nowhere). The API
+/// host here does not resolve: the calls can only succeed through the loopback proxy.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_github_api_goes_through_the_configured_proxy() {
+    let hub = GitHub::start().await;
+    let proxy = MockServer::start().await;
+    for route in [PULLS, ISSUES] {
+        Mock::given(method("GET"))
+            .and(path(route))
+            .respond_with(ok(json!([])))
+            .mount(&proxy)
+            .await;
+    }
+    let out = Upkeep::new()
+        .env("GITHUB_SERVER_URL", hub.git.url())
+        .env("GITHUB_API_URL", "http://api.github.invalid")
+        .env("GITHUB_TOKEN", &hub.token)
+        .env("HTTP_PROXY", proxy.uri())
+        // The git server is on loopback: direct.
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .args(["run", "--repo", &format!("{OWNER}/{NAME}"), "--json", "--replay"])
+        .args([Script::new(&[finish("no_tasks")]).path()])
+        .run_async()
+        .await;
+    out.assert_code(0);
+    let proxied = proxy.received_requests().await.unwrap_or_default();
+    assert!(
+        proxied.iter().any(|request| request.url.path() == PULLS),
+        "the API call went through the proxy: {proxied:?}"
+    );
+    assert!(
+        proxied
+            .iter()
+            .all(|request| request.headers.get("authorization").is_some()),
+        "authenticated through the proxy"
+    );
 }

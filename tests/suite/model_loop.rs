@@ -1,5 +1,6 @@
 //! The turn loop seen from the model's side: a local HTTP server stands in for an
-//! OpenAI-compatible API, records every request, and the tests assert on what upkeep sent.
+//! OpenAI-compatible API, streams documented chat completion chunks, records every request,
+//! and the tests assert on what upkeep sent (and that it matches the API's description).
 
 use std::time::{Duration, Instant};
 
@@ -7,18 +8,13 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
+use super::support::conformance::{Api, assert_requests_conform};
+use super::support::model_api::{openai_events, openai_stream, openai_usage};
 use super::support::{TestRepo, Upkeep, finish, reply};
 
-/// A Chat Completions response as the API documents it.
-fn chat_completion(content: &str) -> Value {
-    json!({
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "gpt-4.1",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content, "refusal": null}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
-    })
+/// A streamed chat completion as the API documents it: 120 input and 30 output tokens.
+fn chat_completion(content: &str) -> ResponseTemplate {
+    openai_stream(content, "stop", openai_usage(120, 30, 0))
 }
 
 /// Serves `replies` in order, one per request.
@@ -27,7 +23,7 @@ async fn model_server(replies: Vec<String>) -> MockServer {
     for (index, content) in replies.into_iter().enumerate() {
         Mock::given(method("POST"))
             .and(path("/v1/chat/completions"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(chat_completion(&content)))
+            .respond_with(chat_completion(&content))
             .up_to_n_times(1)
             .with_priority(u8::try_from(index + 1).expect("few replies"))
             .mount(&server)
@@ -45,7 +41,9 @@ fn openai_run(repo: &TestRepo, server: &MockServer, extra: &[&str]) -> Upkeep {
         .args(extra)
 }
 
+/// The request bodies, each checked against the Chat Completions description.
 fn bodies(requests: &[Request]) -> Vec<Value> {
+    assert_requests_conform(Api::OpenAi, requests);
     requests
         .iter()
         .map(|r| serde_json::from_slice(&r.body).expect("request body is JSON"))
@@ -58,6 +56,7 @@ async fn safe_mode_keeps_run_shell_command_out_of_every_request() {
     let server = model_server(vec![finish("no_tasks")]).await;
     openai_run(&repo, &server, &[]).run_async().await.assert_code(0);
     let requests = server.received_requests().await.expect("recorded");
+    assert_requests_conform(Api::OpenAi, &requests);
     assert_eq!(requests.len(), 1);
     let body = String::from_utf8_lossy(&requests[0].body);
     assert!(
@@ -94,7 +93,9 @@ async fn history_sent_back_is_valid_json_with_tool_results_and_parse_errors() {
     .await;
     let out = openai_run(&repo, &server, &["--task", "look around"]).run_async().await;
     out.assert_code(0);
-    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    let recorded = server.received_requests().await.expect("recorded");
+    assert_requests_conform(Api::OpenAi, &recorded);
+    let requests = bodies(&recorded);
     assert_eq!(requests.len(), 4);
     let last = &requests[3]["messages"];
     let messages = last.as_array().expect("messages");
@@ -190,11 +191,7 @@ async fn interrupt_during_slow_reply(signal: nix::sys::signal::Signal) {
     let repo = TestRepo::new();
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(chat_completion(&finish("no_tasks")))
-                .set_delay(Duration::from_secs(120)),
-        )
+        .respond_with(chat_completion(&finish("no_tasks")).set_delay(Duration::from_secs(120)))
         .mount(&server)
         .await;
     let mut upkeep = openai_run(&repo, &server, &["--task", "t"]);
@@ -245,17 +242,19 @@ async fn sigterm_during_a_slow_model_reply_exits_130_and_removes_the_clone() {
 async fn a_truncated_reply_is_asked_again_shorter() {
     let repo = TestRepo::new();
     let server = MockServer::start().await;
-    let mut truncated =
-        chat_completion("{\"plan\": \"write a very long file\", \"tool_calls\": [{\"tool_name\": \"write_f");
-    truncated["choices"][0]["finish_reason"] = json!("length");
+    let truncated = openai_stream(
+        "{\"plan\": \"write a very long file\", \"tool_calls\": [{\"tool_name\": \"write_f",
+        "length",
+        openai_usage(120, 30, 0),
+    );
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(truncated))
+        .respond_with(truncated)
         .up_to_n_times(1)
         .with_priority(1)
         .mount(&server)
         .await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(chat_completion(&finish("no_tasks"))))
+        .respond_with(chat_completion(&finish("no_tasks")))
         .with_priority(2)
         .mount(&server)
         .await;
@@ -278,11 +277,9 @@ async fn a_truncated_reply_is_asked_again_shorter() {
 async fn a_refusal_is_reported_as_such() {
     let repo = TestRepo::new();
     let server = MockServer::start().await;
-    let mut refusal = chat_completion("");
-    refusal["choices"][0]["message"]["content"] = Value::Null;
-    refusal["choices"][0]["message"]["refusal"] = json!("I can't help with that.");
+    let refusal = openai_events("", "stop", openai_usage(120, 5, 0), Some("I can't help with that.")).concat();
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(refusal))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(refusal, "text/event-stream"))
         .mount(&server)
         .await;
     let out = openai_run(&repo, &server, &["--task", "t"]).run_async().await;

@@ -1,8 +1,9 @@
 //! The four HTTP providers and the retry wrapper against a real HTTP server per test
-//! (wiremock), answering with bodies shaped like each API's documented responses. Every test
-//! asserts on what was sent (auth, model, system prompt placement, roles, schema field) as well
-//! as on what was read back, because a provider that reads well but sends the wrong request
-//! only fails against the real API.
+//! (wiremock), answering with each API's documented streaming bodies (see
+//! `support::model_api`). Every test asserts on what was sent (auth, model, system prompt
+//! placement, roles, schema field, cache hints) as well as on what was read back, because a
+//! provider that reads well but sends the wrong request only fails against the real API; every
+//! request received is also checked against the vendor's API description.
 
 use std::time::Duration;
 
@@ -12,12 +13,18 @@ use upkeep::cli::ProviderKind;
 use upkeep::config::ProviderSettings;
 use upkeep::llm::retry::{RetryPolicy, Retrying};
 use upkeep::llm::{
-    Completion, CompletionRequest, Message, Provider, ProviderError, StopReason, Usage, anthropic::Anthropic,
-    gemini::Gemini, ollama::Ollama, openai::OpenAi,
+    CacheHints, Completion, CompletionRequest, Message, Provider, ProviderError, StopReason, Usage,
+    anthropic::Anthropic, gemini::Gemini, ollama::Ollama, openai::OpenAi,
 };
 use upkeep::tools::spec::{ToolClass, ToolSpec, object_schema, reply_schema};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use super::support::conformance::{Api, Body, assert_conforms, assert_requests_conform};
+use super::support::model_api::{
+    anthropic_error, anthropic_stream, anthropic_usage, gemini_error, gemini_stream, gemini_usage, ollama_error,
+    ollama_stream, openai_error, openai_stream, openai_usage,
+};
 
 const KEY: &str = "sk-test-5f0e9c1d-secret";
 const SYSTEM: &str = "You are upkeep, a maintenance bot.";
@@ -75,11 +82,7 @@ impl Conversation {
     }
 
     fn request(&self) -> CompletionRequest<'_> {
-        CompletionRequest {
-            system: SYSTEM,
-            messages: &self.messages,
-            reply_schema: &self.schema,
-        }
+        CompletionRequest::new(SYSTEM, &self.messages, &self.schema)
     }
 }
 
@@ -91,6 +94,7 @@ fn settings(kind: ProviderKind, base_url: String, key: Option<&str>) -> Provider
         api_key: key.map(|key| SecretString::from(key.to_owned())),
         replay: None,
         request_timeout: Duration::from_secs(10),
+        context_window: None,
     }
 }
 
@@ -108,12 +112,8 @@ fn anthropic(server: &MockServer) -> Anthropic {
 }
 
 fn gemini(server: &MockServer) -> Gemini {
-    Gemini::new(&settings(
-        ProviderKind::Gemini,
-        format!("{}/v1beta", server.uri()),
-        Some(KEY),
-    ))
-    .expect("gemini provider")
+    // The host root, as Google's SDKs take it: `/v1beta` is added.
+    Gemini::new(&settings(ProviderKind::Gemini, server.uri(), Some(KEY))).expect("gemini provider")
 }
 
 fn ollama(server: &MockServer) -> Ollama {
@@ -134,7 +134,7 @@ fn fast_retries(provider: impl Provider + 'static, max_attempts: u32) -> Retryin
 
 const OPENAI_PATH: &str = "/v1/chat/completions";
 const ANTHROPIC_PATH: &str = "/v1/messages";
-const GEMINI_PATH: &str = "/v1beta/models/gemini-2.5-flash:generateContent";
+const GEMINI_PATH: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent";
 const OLLAMA_PATH: &str = "/api/chat";
 
 /// Answers every POST to `route` with `response`.
@@ -156,8 +156,11 @@ async fn answer_once(server: &MockServer, route: &str, response: ResponseTemplat
         .await;
 }
 
+/// What the server received, each body checked against the API description of its path.
 async fn requests(server: &MockServer) -> Vec<Request> {
-    server.received_requests().await.expect("request recording is on")
+    let requests = server.received_requests().await.expect("request recording is on");
+    super::support::conformance::assert_each_request_conforms(&requests);
+    requests
 }
 
 fn body(request: &Request) -> Value {
@@ -203,6 +206,15 @@ fn assert_unauthorized(result: Result<Completion, ProviderError>, status: u16, a
     assert!(shown.contains(api_text), "{shown}");
 }
 
+/// Usage with no cache counts.
+fn plain_usage(input_tokens: u64, output_tokens: u64) -> Usage {
+    Usage {
+        input_tokens,
+        output_tokens,
+        ..Usage::default()
+    }
+}
+
 fn assert_malformed(result: Result<Completion, ProviderError>) {
     match result {
         Err(ProviderError::MalformedResponse { .. }) => {}
@@ -213,63 +225,54 @@ fn assert_malformed(result: Result<Completion, ProviderError>) {
 // ---------------------------------------------------------------------------------------------
 // OpenAI Chat Completions
 
-fn openai_reply(content: &str, finish_reason: &str) -> Value {
-    json!({
-        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
-        "object": "chat.completion",
-        "created": 1741569952,
-        "model": "gpt-4.1-2025-04-14",
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": content, "refusal": null, "annotations": []},
-            "logprobs": null,
-            "finish_reason": finish_reason
-        }],
-        "usage": {
-            "prompt_tokens": 1200,
-            "completion_tokens": 85,
-            "total_tokens": 1285,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}
-        },
-        "service_tier": "default",
-        "system_fingerprint": null
-    })
+fn openai_reply(content: &str, finish_reason: &str) -> ResponseTemplate {
+    openai_stream(content, finish_reason, openai_usage(1200, 85, 0))
 }
 
 #[tokio::test]
-async fn openai_sends_strict_schema_system_and_history_and_reads_the_reply() {
+async fn openai_streams_with_strict_schema_system_history_and_cache_key() {
     let server = MockServer::start().await;
     answer(
         &server,
         OPENAI_PATH,
-        ResponseTemplate::new(200).set_body_json(openai_reply(REPLY, "stop")),
+        openai_stream(REPLY, "stop", openai_usage(1200, 85, 1024)),
     )
     .await;
     let conversation = Conversation::new();
+    let request = CompletionRequest {
+        cache: CacheHints {
+            key: Some("upkeep-run-1"),
+            breakpoints: &[0, 2],
+        },
+        ..conversation.request()
+    };
 
-    let completion = openai(&server)
-        .complete(conversation.request())
-        .await
-        .expect("completion");
+    let completion = openai(&server).complete(request).await.expect("completion");
     assert_eq!(completion.content, REPLY);
+    // `prompt_tokens` already includes the cached tokens.
     assert_eq!(
         completion.usage,
         Usage {
             input_tokens: 1200,
-            output_tokens: 85
+            output_tokens: 85,
+            cached_input_tokens: 1024,
+            cache_write_tokens: 0,
         }
     );
     assert_eq!(completion.stop, StopReason::Complete);
 
     let sent = requests(&server).await;
     assert_eq!(sent.len(), 1);
+    assert_requests_conform(Api::OpenAi, &sent);
     assert_eq!(
         header(&sent[0], "authorization"),
         Some(format!("Bearer {KEY}").as_str())
     );
     let body = body(&sent[0]);
     assert_eq!(body["model"], "gpt-4.1");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(body["prompt_cache_key"], "upkeep-run-1");
     assert_eq!(
         roles(&body["messages"], "role"),
         ["system", "user", "assistant", "user"]
@@ -297,15 +300,28 @@ async fn openai_sends_strict_schema_system_and_history_and_reads_the_reply() {
 }
 
 #[tokio::test]
+async fn openai_reports_progress_as_the_reply_streams_in() {
+    let server = MockServer::start().await;
+    answer(&server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
+    let conversation = Conversation::new();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let progress = |bytes: u64| seen.lock().expect("lock").push(bytes);
+    let request = CompletionRequest {
+        progress: Some(&progress),
+        ..conversation.request()
+    };
+    openai(&server).complete(request).await.expect("completion");
+    let seen = seen.into_inner().expect("lock");
+    assert!(seen.len() >= 2, "one report per piece: {seen:?}");
+    assert!(seen.windows(2).all(|pair| pair[0] < pair[1]), "{seen:?}");
+    assert_eq!(seen.last().copied(), Some(REPLY.len() as u64));
+}
+
+#[tokio::test]
 async fn openai_without_a_key_sends_no_authorization_header() {
     // Local OpenAI-compatible servers need no key; an empty bearer would confuse some.
     let server = MockServer::start().await;
-    answer(
-        &server,
-        OPENAI_PATH,
-        ResponseTemplate::new(200).set_body_json(openai_reply(REPLY, "stop")),
-    )
-    .await;
+    answer(&server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
     let provider =
         OpenAi::new(&settings(ProviderKind::Openai, format!("{}/v1", server.uri()), None)).expect("provider");
     let conversation = Conversation::new();
@@ -314,13 +330,39 @@ async fn openai_without_a_key_sends_no_authorization_header() {
 }
 
 #[tokio::test]
+async fn openai_reads_a_server_that_answers_without_streaming() {
+    // Some compatible servers and proxies ignore `stream: true` and answer with one body.
+    let server = MockServer::start().await;
+    let whole = json!({
+        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT", "object": "chat.completion", "created": 1741569952,
+        "model": "gpt-4.1-2025-04-14",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": REPLY, "refusal": null, "annotations": []},
+                     "logprobs": null, "finish_reason": "stop"}],
+        "usage": openai_usage(1200, 85, 256), "service_tier": "default", "system_fingerprint": "fp_b3f1157249"
+    });
+    assert_conforms(Api::OpenAi, Body::Response, &whole);
+    answer(&server, OPENAI_PATH, ResponseTemplate::new(200).set_body_json(whole)).await;
+    let conversation = Conversation::new();
+    let completion = openai(&server)
+        .complete(conversation.request())
+        .await
+        .expect("completion");
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(completion.usage.cached_input_tokens, 256);
+}
+
+#[tokio::test]
 async fn openai_unauthorized_is_reported_once_without_the_key() {
     let server = MockServer::start().await;
     // Echo the whole key back (a proxy might) to prove it is redacted from the message.
-    let error = json!({"error": {
-        "message": format!("Incorrect API key provided: {KEY}. You can find your API key at https://platform.openai.com/account/api-keys."),
-        "type": "invalid_request_error", "param": null, "code": "invalid_api_key"
-    }});
+    let error = openai_error(
+        &format!(
+            "Incorrect API key provided: {KEY}. You can find your API key at https://platform.openai.com/account/api-keys."
+        ),
+        "invalid_request_error",
+        Some("invalid_api_key"),
+        None,
+    );
     answer(&server, OPENAI_PATH, ResponseTemplate::new(401).set_body_json(error)).await;
     let conversation = Conversation::new();
     let result = fast_retries(openai(&server), 5).complete(conversation.request()).await;
@@ -331,8 +373,7 @@ async fn openai_unauthorized_is_reported_once_without_the_key() {
 #[tokio::test]
 async fn openai_truncated_reply_is_length() {
     let server = MockServer::start().await;
-    let reply = ResponseTemplate::new(200).set_body_json(openai_reply(r#"{"plan":"wri"#, "length"));
-    answer(&server, OPENAI_PATH, reply).await;
+    answer(&server, OPENAI_PATH, openai_reply(r#"{"plan":"wri"#, "length")).await;
     let conversation = Conversation::new();
     let completion = openai(&server)
         .complete(conversation.request())
@@ -345,10 +386,14 @@ async fn openai_truncated_reply_is_length() {
 #[tokio::test]
 async fn openai_refusal_is_reported_as_refusal() {
     let server = MockServer::start().await;
-    let mut reply = openai_reply("", "stop");
-    reply["choices"][0]["message"]["content"] = Value::Null;
-    reply["choices"][0]["message"]["refusal"] = json!("I can't help with that.");
-    answer(&server, OPENAI_PATH, ResponseTemplate::new(200).set_body_json(reply)).await;
+    let events =
+        super::support::model_api::openai_events("", "stop", openai_usage(10, 5, 0), Some("I can't help with that."));
+    answer(
+        &server,
+        OPENAI_PATH,
+        ResponseTemplate::new(200).set_body_raw(events.concat(), "text/event-stream"),
+    )
+    .await;
     let conversation = Conversation::new();
     let completion = openai(&server)
         .complete(conversation.request())
@@ -363,7 +408,7 @@ async fn openai_malformed_body_is_malformed_response() {
     answer(
         &server,
         OPENAI_PATH,
-        ResponseTemplate::new(200).set_body_string("<html>gateway</html>"),
+        ResponseTemplate::new(200).set_body_raw("data: <html>gateway</html>\n\n", "text/event-stream"),
     )
     .await;
     let conversation = Conversation::new();
@@ -384,17 +429,14 @@ async fn openai_malformed_body_is_malformed_response() {
 async fn openai_falls_back_to_plain_json_when_the_server_refuses_structured_output() {
     // What vLLM/llama.cpp-style servers without structured output answer.
     let server = MockServer::start().await;
-    let refusal = json!({"error": {
-        "message": "response_format json_schema is not supported",
-        "type": "invalid_request_error", "param": "response_format", "code": null
-    }});
+    let refusal = openai_error(
+        "response_format json_schema is not supported",
+        "invalid_request_error",
+        None,
+        Some("response_format"),
+    );
     answer_once(&server, OPENAI_PATH, ResponseTemplate::new(400).set_body_json(refusal)).await;
-    answer(
-        &server,
-        OPENAI_PATH,
-        ResponseTemplate::new(200).set_body_json(openai_reply(REPLY, "stop")),
-    )
-    .await;
+    answer(&server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
     let provider = openai(&server);
     let conversation = Conversation::new();
 
@@ -408,6 +450,7 @@ async fn openai_falls_back_to_plain_json_when_the_server_refuses_structured_outp
 
     let sent = requests(&server).await;
     assert_eq!(sent.len(), 3);
+    assert_requests_conform(Api::OpenAi, &sent);
     assert!(
         body(&sent[0]).get("response_format").is_some(),
         "first try asks for the schema"
@@ -424,9 +467,45 @@ async fn openai_falls_back_to_plain_json_when_the_server_refuses_structured_outp
 }
 
 #[tokio::test]
+async fn openai_compatible_server_refusing_the_cache_key_is_asked_without_it() {
+    // A strict compatible server that rejects fields it does not know.
+    let server = MockServer::start().await;
+    let refusal = json!({"detail": [{"type": "extra_forbidden", "loc": ["body", "prompt_cache_key"], "msg": "Extra inputs are not permitted"}]});
+    answer_once(&server, OPENAI_PATH, ResponseTemplate::new(422).set_body_json(refusal)).await;
+    answer(&server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
+    let provider = openai(&server);
+    let conversation = Conversation::new();
+    let request = CompletionRequest {
+        cache: CacheHints {
+            key: Some("k"),
+            breakpoints: &[],
+        },
+        ..conversation.request()
+    };
+    provider
+        .complete(request)
+        .await
+        .expect("asked again without the options");
+    provider.complete(request).await.expect("and without them from then on");
+    let sent = requests(&server).await;
+    assert_eq!(sent.len(), 3);
+    assert_eq!(body(&sent[0])["prompt_cache_key"], "k");
+    for later in &sent[1..] {
+        assert!(body(later).get("prompt_cache_key").is_none());
+        assert!(body(later).get("stream_options").is_none());
+        assert_eq!(body(later)["stream"], true);
+    }
+}
+
+#[tokio::test]
 async fn openai_other_bad_requests_do_not_trigger_the_fallback() {
     let server = MockServer::start().await;
-    let error = json!({"error": {"message": "max_tokens is too large", "type": "invalid_request_error", "param": "max_tokens", "code": null}});
+    let error = openai_error(
+        "max_tokens is too large",
+        "invalid_request_error",
+        None,
+        Some("max_tokens"),
+    );
     answer(&server, OPENAI_PATH, ResponseTemplate::new(400).set_body_json(error)).await;
     let conversation = Conversation::new();
     let result = openai(&server).complete(conversation.request()).await;
@@ -440,52 +519,46 @@ async fn openai_other_bad_requests_do_not_trigger_the_fallback() {
 // ---------------------------------------------------------------------------------------------
 // Anthropic Messages
 
-fn anthropic_reply(text: &str, stop_reason: &str) -> Value {
-    json!({
-        "id": "msg_013Zva2CMHLNnXjNJJKqJ2EF",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5-20250929",
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": stop_reason,
-        "stop_sequence": null,
-        "usage": {
-            "input_tokens": 2095,
-            "output_tokens": 503,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "service_tier": "standard"
-        }
-    })
+fn anthropic_reply(text: &str, stop_reason: &str) -> ResponseTemplate {
+    anthropic_stream(text, stop_reason, anthropic_usage(2095, 0, 0), 503)
 }
 
 #[tokio::test]
-async fn anthropic_sends_system_top_level_and_schema_in_output_config() {
+async fn anthropic_streams_with_system_blocks_cache_breakpoints_and_schema() {
     let server = MockServer::start().await;
+    // 2,095 tokens after the last breakpoint, 10,000 read from the cache, 3,000 written.
     answer(
         &server,
         ANTHROPIC_PATH,
-        ResponseTemplate::new(200).set_body_json(anthropic_reply(REPLY, "end_turn")),
+        anthropic_stream(REPLY, "end_turn", anthropic_usage(2095, 10_000, 3_000), 503),
     )
     .await;
     let conversation = Conversation::new();
+    let request = CompletionRequest {
+        cache: CacheHints {
+            key: Some("ignored-by-anthropic"),
+            breakpoints: &[0, 2],
+        },
+        ..conversation.request()
+    };
 
-    let completion = anthropic(&server)
-        .complete(conversation.request())
-        .await
-        .expect("completion");
+    let completion = anthropic(&server).complete(request).await.expect("completion");
     assert_eq!(completion.content, REPLY);
+    // Normalised: every input token counted, the cached and written ones among them.
     assert_eq!(
         completion.usage,
         Usage {
-            input_tokens: 2095,
-            output_tokens: 503
+            input_tokens: 15_095,
+            output_tokens: 503,
+            cached_input_tokens: 10_000,
+            cache_write_tokens: 3_000,
         }
     );
     assert_eq!(completion.stop, StopReason::Complete);
 
     let sent = requests(&server).await;
     assert_eq!(sent.len(), 1);
+    assert_requests_conform(Api::Anthropic, &sent);
     assert_eq!(header(&sent[0], "x-api-key"), Some(KEY));
     assert_eq!(header(&sent[0], "anthropic-version"), Some("2023-06-01"));
     assert_eq!(header(&sent[0], "content-type"), Some("application/json"));
@@ -493,8 +566,17 @@ async fn anthropic_sends_system_top_level_and_schema_in_output_config() {
     let body = body(&sent[0]);
     assert_eq!(body["model"], "claude-sonnet-4-5");
     assert_eq!(body["max_tokens"], 8192);
-    assert_eq!(body["system"], SYSTEM);
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["system"][0]["text"], SYSTEM);
+    assert_eq!(body["system"][0]["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(roles(&body["messages"], "role"), ["user", "assistant", "user"]);
+    let marked: Vec<bool> = body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|message| message["content"][0].get("cache_control").is_some())
+        .collect();
+    assert_eq!(marked, [true, false, true], "breakpoints on the messages named");
     let format = &body["output_config"]["format"];
     assert_eq!(format["type"], "json_schema");
     assert_eq!(format["schema"]["additionalProperties"], false);
@@ -511,13 +593,57 @@ async fn anthropic_sends_system_top_level_and_schema_in_output_config() {
 }
 
 #[tokio::test]
+async fn anthropic_never_sends_more_than_four_breakpoints() {
+    let server = MockServer::start().await;
+    answer(&server, ANTHROPIC_PATH, anthropic_reply(REPLY, "end_turn")).await;
+    let messages: Vec<Message> = (0..9)
+        .map(|i| {
+            if i % 2 == 0 {
+                Message::user(format!("u{i}"))
+            } else {
+                Message::assistant(format!("a{i}"))
+            }
+        })
+        .collect();
+    let schema = Conversation::new().schema;
+    let request = CompletionRequest {
+        cache: CacheHints {
+            key: None,
+            breakpoints: &[0, 2, 4, 6, 8],
+        },
+        ..CompletionRequest::new(SYSTEM, &messages, &schema)
+    };
+    anthropic(&server).complete(request).await.expect("completion");
+    let sent = requests(&server).await;
+    assert_requests_conform(Api::Anthropic, &sent);
+    let text = String::from_utf8_lossy(&sent[0].body);
+    assert_eq!(text.matches("cache_control").count(), 4, "{text}");
+    let body = body(&sent[0]);
+    // The system prompt and the newest three.
+    assert!(body["messages"][8]["content"][0].get("cache_control").is_some());
+    assert!(body["messages"][0]["content"][0].get("cache_control").is_none());
+}
+
+#[tokio::test]
+async fn anthropic_base_url_is_the_host_root_and_a_version_path_is_not_doubled() {
+    for base in ["{uri}", "{uri}/", "{uri}/v1"] {
+        let server = MockServer::start().await;
+        answer(&server, ANTHROPIC_PATH, anthropic_reply(REPLY, "end_turn")).await;
+        let base = base.replace("{uri}", &server.uri());
+        let provider = Anthropic::new(&settings(ProviderKind::Anthropic, base.clone(), Some(KEY))).expect("provider");
+        let conversation = Conversation::new();
+        provider
+            .complete(conversation.request())
+            .await
+            .unwrap_or_else(|error| panic!("{base}: {error}"));
+        assert_eq!(requests(&server).await[0].url.path(), "/v1/messages", "{base}");
+    }
+}
+
+#[tokio::test]
 async fn anthropic_unauthorized_is_reported_once_without_the_key() {
     let server = MockServer::start().await;
-    let error = json!({
-        "type": "error",
-        "error": {"type": "authentication_error", "message": "invalid x-api-key"},
-        "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"
-    });
+    let error = anthropic_error("authentication_error", "invalid x-api-key");
     answer(&server, ANTHROPIC_PATH, ResponseTemplate::new(401).set_body_json(error)).await;
     let conversation = Conversation::new();
     let result = fast_retries(anthropic(&server), 5)
@@ -530,18 +656,8 @@ async fn anthropic_unauthorized_is_reported_once_without_the_key() {
 #[tokio::test]
 async fn anthropic_max_tokens_is_length_and_refusal_is_refusal() {
     let server = MockServer::start().await;
-    answer_once(
-        &server,
-        ANTHROPIC_PATH,
-        ResponseTemplate::new(200).set_body_json(anthropic_reply(r#"{"plan":"#, "max_tokens")),
-    )
-    .await;
-    answer(
-        &server,
-        ANTHROPIC_PATH,
-        ResponseTemplate::new(200).set_body_json(anthropic_reply("", "refusal")),
-    )
-    .await;
+    answer_once(&server, ANTHROPIC_PATH, anthropic_reply(r#"{"plan":"#, "max_tokens")).await;
+    answer(&server, ANTHROPIC_PATH, anthropic_reply("", "refusal")).await;
     let provider = anthropic(&server);
     let conversation = Conversation::new();
     let truncated = provider.complete(conversation.request()).await.expect("completion");
@@ -556,7 +672,10 @@ async fn anthropic_malformed_body_is_malformed_response() {
     answer(
         &server,
         ANTHROPIC_PATH,
-        ResponseTemplate::new(200).set_body_string("{\"type\":\"message\","),
+        ResponseTemplate::new(200).set_body_raw(
+            "event: message_start\ndata: {\"type\":\"message\",\n\n",
+            "text/event-stream",
+        ),
     )
     .await;
     let conversation = Conversation::new();
@@ -566,19 +685,14 @@ async fn anthropic_malformed_body_is_malformed_response() {
 #[tokio::test]
 async fn anthropic_overloaded_529_is_retried() {
     let server = MockServer::start().await;
-    let overloaded = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+    let overloaded = anthropic_error("overloaded_error", "Overloaded");
     answer_once(
         &server,
         ANTHROPIC_PATH,
         ResponseTemplate::new(529).set_body_json(overloaded),
     )
     .await;
-    answer(
-        &server,
-        ANTHROPIC_PATH,
-        ResponseTemplate::new(200).set_body_json(anthropic_reply(REPLY, "end_turn")),
-    )
-    .await;
+    answer(&server, ANTHROPIC_PATH, anthropic_reply(REPLY, "end_turn")).await;
     let conversation = Conversation::new();
     let completion = fast_retries(anthropic(&server), 3)
         .complete(conversation.request())
@@ -588,35 +702,44 @@ async fn anthropic_overloaded_529_is_retried() {
     assert_eq!(requests(&server).await.len(), 2);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Gemini generateContent
+#[tokio::test]
+async fn anthropic_overloaded_inside_the_stream_is_retried() {
+    // The API may report overload as an `error` event after the stream has started.
+    let server = MockServer::start().await;
+    let mut events = super::support::model_api::anthropic_events(REPLY, "end_turn", anthropic_usage(10, 0, 0), 5);
+    events.truncate(3);
+    events.push(("error", anthropic_error("overloaded_error", "Overloaded")));
+    answer_once(
+        &server,
+        ANTHROPIC_PATH,
+        ResponseTemplate::new(200)
+            .set_body_raw(super::support::model_api::anthropic_body(&events), "text/event-stream"),
+    )
+    .await;
+    answer(&server, ANTHROPIC_PATH, anthropic_reply(REPLY, "end_turn")).await;
+    let conversation = Conversation::new();
+    let completion = fast_retries(anthropic(&server), 3)
+        .complete(conversation.request())
+        .await
+        .expect("retried");
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(requests(&server).await.len(), 2);
+}
 
-fn gemini_reply(text: &str, finish_reason: &str) -> Value {
-    json!({
-        "candidates": [{
-            "content": {"parts": [{"text": text}], "role": "model"},
-            "finishReason": finish_reason,
-            "index": 0
-        }],
-        "usageMetadata": {
-            "promptTokenCount": 1500,
-            "candidatesTokenCount": 60,
-            "totalTokenCount": 1590,
-            "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 1500}],
-            "thoughtsTokenCount": 30
-        },
-        "modelVersion": "gemini-2.5-flash",
-        "responseId": "mAitaLmkHPPlz7IPvtfUqQ4"
-    })
+// ---------------------------------------------------------------------------------------------
+// Gemini streamGenerateContent
+
+fn gemini_reply(text: &str, finish_reason: &str) -> ResponseTemplate {
+    gemini_stream(text, finish_reason, gemini_usage(1500, 60, 30, 0))
 }
 
 #[tokio::test]
-async fn gemini_sends_system_instruction_model_role_and_json_schema() {
+async fn gemini_streams_with_system_instruction_model_role_and_json_schema() {
     let server = MockServer::start().await;
     answer(
         &server,
         GEMINI_PATH,
-        ResponseTemplate::new(200).set_body_json(gemini_reply(REPLY, "STOP")),
+        gemini_stream(REPLY, "STOP", gemini_usage(1500, 60, 30, 1024)),
     )
     .await;
     let conversation = Conversation::new();
@@ -626,20 +749,23 @@ async fn gemini_sends_system_instruction_model_role_and_json_schema() {
         .await
         .expect("completion");
     assert_eq!(completion.content, REPLY);
-    // Thinking tokens are billed as output.
+    // Thinking tokens are billed as output; `promptTokenCount` includes the cached tokens.
     assert_eq!(
         completion.usage,
         Usage {
             input_tokens: 1500,
-            output_tokens: 90
+            output_tokens: 90,
+            cached_input_tokens: 1024,
+            cache_write_tokens: 0,
         }
     );
     assert_eq!(completion.stop, StopReason::Complete);
 
     let sent = requests(&server).await;
     assert_eq!(sent.len(), 1);
+    assert_requests_conform(Api::Gemini, &sent);
     assert_eq!(header(&sent[0], "x-goog-api-key"), Some(KEY));
-    assert_eq!(sent[0].url.query(), None, "the key never travels in the URL");
+    assert_eq!(sent[0].url.query(), Some("alt=sse"), "the key never travels in the URL");
     let body = body(&sent[0]);
     assert_eq!(body["systemInstruction"]["parts"][0]["text"], SYSTEM);
     assert_eq!(roles(&body["contents"], "role"), ["user", "model", "user"]);
@@ -658,19 +784,69 @@ async fn gemini_sends_system_instruction_model_role_and_json_schema() {
 }
 
 #[tokio::test]
+async fn gemini_base_url_is_the_host_root_and_a_version_path_is_not_doubled() {
+    for base in ["{uri}", "{uri}/v1beta", "{uri}/v1beta/"] {
+        let server = MockServer::start().await;
+        answer(&server, GEMINI_PATH, gemini_reply(REPLY, "STOP")).await;
+        let base = base.replace("{uri}", &server.uri());
+        let provider = Gemini::new(&settings(ProviderKind::Gemini, base.clone(), Some(KEY))).expect("provider");
+        let conversation = Conversation::new();
+        provider
+            .complete(conversation.request())
+            .await
+            .unwrap_or_else(|error| panic!("{base}: {error}"));
+        assert_eq!(requests(&server).await[0].url.path(), GEMINI_PATH, "{base}");
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_base_url_is_named_in_the_error_and_the_key_never_is() {
+    // A base URL with a path the API does not have: the server answers 404.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(404).set_body_string("404 page not found"))
+        .mount(&server)
+        .await;
+    let base = format!("{}/wrong/prefix", server.uri());
+    let provider = Anthropic::new(&settings(ProviderKind::Anthropic, base.clone(), Some(KEY))).expect("provider");
+    let conversation = Conversation::new();
+    let error = provider.complete(conversation.request()).await.expect_err("404");
+    let shown = format!("{error} {error:?}");
+    assert!(shown.contains(&format!("{base}/v1/messages")), "{shown}");
+    assert!(!shown.contains(KEY), "{shown}");
+
+    // Credentials put in the URL itself are not shown either.
+    let port = server.address().port();
+    let base = format!("http://user:{KEY}@127.0.0.1:{port}/wrong");
+    let provider = Gemini::new(&settings(ProviderKind::Gemini, base, Some(KEY))).expect("provider");
+    let error = provider.complete(conversation.request()).await.expect_err("404");
+    let shown = format!("{error} {error:?}");
+    assert!(
+        shown.contains(&format!("http://127.0.0.1:{port}/wrong/v1beta/")),
+        "{shown}"
+    );
+    assert!(!shown.contains(KEY), "{shown}");
+}
+
+#[tokio::test]
 async fn gemini_bad_keys_are_reported_once_without_the_key() {
     // Gemini answers an invalid key with 400 INVALID_ARGUMENT; it must not be mistaken for a
     // refused schema (which would resend the request).
+    let mut invalid = gemini_error(
+        400,
+        "INVALID_ARGUMENT",
+        "API key not valid. Please pass a valid API key.",
+    );
+    invalid["error"]["details"] = json!([{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]);
     let cases = [
-        (
-            400,
-            json!({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
-                "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}),
-            "API key not valid",
-        ),
+        (400, invalid, "API key not valid"),
         (
             401,
-            json!({"error": {"code": 401, "message": "Request had invalid authentication credentials.", "status": "UNAUTHENTICATED"}}),
+            gemini_error(
+                401,
+                "UNAUTHENTICATED",
+                "Request had invalid authentication credentials.",
+            ),
             "invalid authentication credentials",
         ),
     ];
@@ -687,18 +863,8 @@ async fn gemini_bad_keys_are_reported_once_without_the_key() {
 #[tokio::test]
 async fn gemini_max_tokens_is_length_and_blocks_are_refusals() {
     let server = MockServer::start().await;
-    answer_once(
-        &server,
-        GEMINI_PATH,
-        ResponseTemplate::new(200).set_body_json(gemini_reply("{\"pl", "MAX_TOKENS")),
-    )
-    .await;
-    answer_once(
-        &server,
-        GEMINI_PATH,
-        ResponseTemplate::new(200).set_body_json(gemini_reply("", "SAFETY")),
-    )
-    .await;
+    answer_once(&server, GEMINI_PATH, gemini_reply("{\"pl", "MAX_TOKENS")).await;
+    answer_once(&server, GEMINI_PATH, gemini_reply("x", "SAFETY")).await;
     let blocked_prompt = json!({
         "promptFeedback": {"blockReason": "PROHIBITED_CONTENT"},
         "usageMetadata": {"promptTokenCount": 12, "totalTokenCount": 12},
@@ -707,7 +873,10 @@ async fn gemini_max_tokens_is_length_and_blocks_are_refusals() {
     answer(
         &server,
         GEMINI_PATH,
-        ResponseTemplate::new(200).set_body_json(blocked_prompt),
+        ResponseTemplate::new(200).set_body_raw(
+            super::support::model_api::gemini_body(&[blocked_prompt]),
+            "text/event-stream",
+        ),
     )
     .await;
     let provider = gemini(&server);
@@ -736,7 +905,7 @@ async fn gemini_malformed_body_is_malformed_response() {
     answer(
         &server,
         GEMINI_PATH,
-        ResponseTemplate::new(200).set_body_json(json!({"candidates": "soon"})),
+        ResponseTemplate::new(200).set_body_raw("data: {\"candidates\": \"soon\"}\r\n\r\n", "text/event-stream"),
     )
     .await;
     let conversation = Conversation::new();
@@ -758,31 +927,10 @@ fn gemini_refuses_model_names_that_would_change_the_url() {
 // ---------------------------------------------------------------------------------------------
 // Ollama /api/chat
 
-fn ollama_reply(content: &str, done_reason: &str) -> Value {
-    json!({
-        "model": "llama3.1",
-        "created_at": "2025-06-12T14:13:43.416799Z",
-        "message": {"role": "assistant", "content": content},
-        "done": true,
-        "done_reason": done_reason,
-        "total_duration": 5191566416u64,
-        "load_duration": 2154458,
-        "prompt_eval_count": 26,
-        "prompt_eval_duration": 383809000,
-        "eval_count": 298,
-        "eval_duration": 4799921000u64
-    })
-}
-
 #[tokio::test]
-async fn ollama_sends_schema_as_format_and_system_as_first_message() {
+async fn ollama_streams_with_schema_as_format_and_the_window_as_num_ctx() {
     let server = MockServer::start().await;
-    answer(
-        &server,
-        OLLAMA_PATH,
-        ResponseTemplate::new(200).set_body_json(ollama_reply(REPLY, "stop")),
-    )
-    .await;
+    answer(&server, OLLAMA_PATH, ollama_stream(REPLY, "stop", 26, 298)).await;
     let conversation = Conversation::new();
 
     let completion = ollama(&server)
@@ -790,21 +938,18 @@ async fn ollama_sends_schema_as_format_and_system_as_first_message() {
         .await
         .expect("completion");
     assert_eq!(completion.content, REPLY);
-    assert_eq!(
-        completion.usage,
-        Usage {
-            input_tokens: 26,
-            output_tokens: 298
-        }
-    );
+    assert_eq!(completion.usage, plain_usage(26, 298));
     assert_eq!(completion.stop, StopReason::Complete);
 
     let sent = requests(&server).await;
     assert_eq!(sent.len(), 1);
+    assert_requests_conform(Api::Ollama, &sent);
     assert_eq!(header(&sent[0], "authorization"), None);
     let body = body(&sent[0]);
     assert_eq!(body["model"], "llama3.1");
-    assert_eq!(body["stream"], false);
+    assert_eq!(body["stream"], true);
+    // An unknown local model gets the conservative default window.
+    assert_eq!(body["options"]["num_ctx"], 32_768);
     assert_eq!(
         roles(&body["messages"], "role"),
         ["system", "user", "assistant", "user"]
@@ -813,6 +958,22 @@ async fn ollama_sends_schema_as_format_and_system_as_first_message() {
     assert_eq!(body["format"]["type"], "object");
     assert_eq!(body["format"]["required"], json!(["plan", "tool_calls"]));
     assert_no_dangerous_tool(&sent[0]);
+
+    // `--context-window` goes out as `num_ctx`.
+    let server = MockServer::start().await;
+    answer(&server, OLLAMA_PATH, ollama_stream(REPLY, "stop", 26, 298)).await;
+    let mut with_window = settings(ProviderKind::Ollama, server.uri(), None);
+    with_window.context_window = Some(65_536);
+    Ollama::new(&with_window)
+        .expect("provider")
+        .complete(conversation.request())
+        .await
+        .expect("completion");
+    let sent = requests(&server).await;
+    assert_eq!(
+        sent[0].body_json::<Value>().expect("JSON")["options"]["num_ctx"],
+        65_536
+    );
 }
 
 #[tokio::test]
@@ -822,7 +983,7 @@ async fn ollama_unauthorized_is_reported_once() {
     answer(
         &server,
         OLLAMA_PATH,
-        ResponseTemplate::new(401).set_body_json(json!({"error": "unauthorized"})),
+        ResponseTemplate::new(401).set_body_json(ollama_error("unauthorized")),
     )
     .await;
     let conversation = Conversation::new();
@@ -834,16 +995,11 @@ async fn ollama_unauthorized_is_reported_once() {
 #[tokio::test]
 async fn ollama_length_and_malformed() {
     let server = MockServer::start().await;
-    answer_once(
-        &server,
-        OLLAMA_PATH,
-        ResponseTemplate::new(200).set_body_json(ollama_reply("{\"pl", "length")),
-    )
-    .await;
+    answer_once(&server, OLLAMA_PATH, ollama_stream("{\"pl", "length", 26, 298)).await;
     answer(
         &server,
         OLLAMA_PATH,
-        ResponseTemplate::new(200).set_body_string("not json"),
+        ResponseTemplate::new(200).set_body_raw("not json\n", "application/x-ndjson"),
     )
     .await;
     let provider = ollama(&server);
@@ -854,12 +1010,86 @@ async fn ollama_length_and_malformed() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Context-length errors, in each API's own words
+
+#[tokio::test]
+async fn each_apis_context_length_error_is_recognised_and_not_retried() {
+    type MakeProvider = Box<dyn Fn(&MockServer) -> Box<dyn Provider>>;
+    let cases: Vec<(&str, u16, Value, MakeProvider)> = vec![
+        (
+            OPENAI_PATH,
+            400,
+            openai_error(
+                "This model's maximum context length is 1047576 tokens. However, your messages resulted in 1100230 tokens. Please reduce the length of the messages.",
+                "invalid_request_error",
+                Some("context_length_exceeded"),
+                Some("messages"),
+            ),
+            Box::new(|server| Box::new(openai(server))),
+        ),
+        (
+            ANTHROPIC_PATH,
+            400,
+            anthropic_error(
+                "invalid_request_error",
+                "prompt is too long: 208310 tokens > 200000 maximum",
+            ),
+            Box::new(|server| Box::new(anthropic(server))),
+        ),
+        (
+            GEMINI_PATH,
+            400,
+            gemini_error(
+                400,
+                "INVALID_ARGUMENT",
+                "The input token count (1196733) exceeds the maximum number of tokens allowed (1048576).",
+            ),
+            Box::new(|server| Box::new(gemini(server))),
+        ),
+        (
+            OLLAMA_PATH,
+            400,
+            ollama_error("the input length exceeds the context length"),
+            Box::new(|server| Box::new(ollama(server))),
+        ),
+    ];
+    for (route, status, error, provider) in cases {
+        let server = MockServer::start().await;
+        answer(&server, route, ResponseTemplate::new(status).set_body_json(error)).await;
+        let conversation = Conversation::new();
+        let retrying = Retrying::new(
+            provider(&server),
+            RetryPolicy {
+                max_attempts: 3,
+                base_delay: Duration::from_millis(1),
+                max_delay: Duration::from_millis(5),
+            },
+        );
+        let result = retrying.complete(conversation.request()).await;
+        assert!(
+            matches!(result, Err(ProviderError::ContextLength { .. })),
+            "{route}: {result:?}"
+        );
+        assert_eq!(
+            requests(&server).await.len(),
+            1,
+            "{route}: the same request is not resent"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Retries
 
 #[tokio::test]
 async fn rate_limit_with_retry_after_is_retried() {
     let server = MockServer::start().await;
-    let limited = json!({"error": {"message": "Rate limit reached for gpt-4.1", "type": "requests", "code": "rate_limit_exceeded"}});
+    let limited = openai_error(
+        "Rate limit reached for gpt-4.1",
+        "requests",
+        Some("rate_limit_exceeded"),
+        None,
+    );
     answer_once(
         &server,
         OPENAI_PATH,
@@ -868,12 +1098,7 @@ async fn rate_limit_with_retry_after_is_retried() {
             .set_body_json(limited),
     )
     .await;
-    answer(
-        &server,
-        OPENAI_PATH,
-        ResponseTemplate::new(200).set_body_json(openai_reply(REPLY, "stop")),
-    )
-    .await;
+    answer(&server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
     let conversation = Conversation::new();
     let completion = fast_retries(openai(&server), 5)
         .complete(conversation.request())
@@ -886,15 +1111,14 @@ async fn rate_limit_with_retry_after_is_retried() {
 #[tokio::test]
 async fn server_error_is_retried() {
     let server = MockServer::start().await;
-    let broken =
-        json!({"error": {"message": "The server had an error while processing your request.", "type": "server_error"}});
+    let broken = openai_error(
+        "The server had an error while processing your request.",
+        "server_error",
+        None,
+        None,
+    );
     answer_once(&server, OPENAI_PATH, ResponseTemplate::new(500).set_body_json(broken)).await;
-    answer(
-        &server,
-        OPENAI_PATH,
-        ResponseTemplate::new(200).set_body_json(openai_reply(REPLY, "stop")),
-    )
-    .await;
+    answer(&server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
     let conversation = Conversation::new();
     let completion = fast_retries(openai(&server), 5)
         .complete(conversation.request())
@@ -907,7 +1131,7 @@ async fn server_error_is_retried() {
 #[tokio::test]
 async fn persistent_unavailability_gives_up_after_max_attempts() {
     let server = MockServer::start().await;
-    let unavailable = json!({"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}});
+    let unavailable = gemini_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.");
     answer(
         &server,
         GEMINI_PATH,
@@ -940,10 +1164,12 @@ async fn persistent_unavailability_gives_up_after_max_attempts() {
 async fn spent_quota_is_not_retried() {
     // OpenAI reports an exhausted budget as 429 too; waiting does not refill it.
     let server = MockServer::start().await;
-    let quota = json!({"error": {
-        "message": "You exceeded your current quota, please check your plan and billing details.",
-        "type": "insufficient_quota", "param": null, "code": "insufficient_quota"
-    }});
+    let quota = openai_error(
+        "You exceeded your current quota, please check your plan and billing details.",
+        "insufficient_quota",
+        Some("insufficient_quota"),
+        None,
+    );
     answer(&server, OPENAI_PATH, ResponseTemplate::new(429).set_body_json(quota)).await;
     let conversation = Conversation::new();
     let error = fast_retries(openai(&server), 5)
@@ -955,11 +1181,9 @@ async fn spent_quota_is_not_retried() {
 }
 
 #[tokio::test]
-async fn timeouts_are_transport_errors_and_retried() {
+async fn a_silent_server_times_out_and_is_retried() {
     let server = MockServer::start().await;
-    let slow = ResponseTemplate::new(200)
-        .set_body_json(openai_reply(REPLY, "stop"))
-        .set_delay(Duration::from_secs(5));
+    let slow = openai_reply(REPLY, "stop").set_delay(Duration::from_secs(5));
     answer(&server, OPENAI_PATH, slow).await;
     let mut settings = settings(ProviderKind::Openai, format!("{}/v1", server.uri()), Some(KEY));
     settings.request_timeout = Duration::from_millis(200);
@@ -999,6 +1223,10 @@ async fn refused_connections_are_transport_errors() {
     assert!(
         matches!(error, ProviderError::Transport { timed_out: false, .. }),
         "{error:?}"
+    );
+    assert!(
+        error.to_string().contains(&format!("127.0.0.1:{port}/api/chat")),
+        "{error}"
     );
     assert!(error.is_retryable());
 }

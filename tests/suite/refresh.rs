@@ -133,7 +133,12 @@ fn dirty(workspace: &Workspace) {
     write("bot/new.rs", "committed on the bot branch\n");
     std::fs::remove_file(root.join("src/old.rs")).expect("delete a tracked file");
     workspace
-        .commit_blocking("upkeep/cycle-one", "cycle one", &Identity::default())
+        .commit_blocking(
+            "upkeep/cycle-one",
+            "cycle one",
+            &Identity::default(),
+            &upkeep::secrets::Redactor::default(),
+        )
         .expect("commit on the bot branch");
     write("src/lib.rs", "modified after the commit\n");
     write("notes.txt", "untracked\n");
@@ -200,7 +205,12 @@ fn refresh_leaves_exactly_the_remotes_new_tip_and_nothing_else() {
     // A second cycle in the same workspace behaves like the first: it can commit and diff.
     std::fs::write(workspace.root().join("two.txt"), "2\n").expect("write");
     workspace
-        .commit_blocking("upkeep/cycle-two", "cycle two", &Identity::default())
+        .commit_blocking(
+            "upkeep/cycle-two",
+            "cycle two",
+            &Identity::default(),
+            &upkeep::secrets::Redactor::default(),
+        )
         .expect("commit");
     let diff = workspace.diff_from_base_blocking().expect("diff");
     assert!(diff.contains("+2") && !diff.contains("bot/new.rs"), "{diff}");
@@ -265,7 +275,7 @@ fn a_base_branch_deleted_on_the_remote_is_an_error_not_a_stale_tip() {
         .refresh_blocking(&GitAuth::default(), &Stop::never())
         .expect_err("the base is gone");
     assert!(
-        matches!(error, WorkspaceError::MissingBase(ref base) if base == "develop"),
+        matches!(error, WorkspaceError::MissingBase { ref branch, .. } if branch == "develop"),
         "{error}"
     );
 }

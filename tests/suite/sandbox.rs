@@ -365,7 +365,7 @@ fn memory_file_size_and_cpu_time_are_limited() {
     let upkeep = Upkeep::new();
     let config = operator_config(&upkeep, "[limits]\nmemory_mb = 64\nfile_size_mb = 1\ncpu_seconds = 1\n");
     let allocate = "perl -e '$x = \"a\" x (200 * 1024 * 1024); print \"allocated\\n\"'";
-    let write = "head -c 3000000 /dev/zero > big; wc -c < big";
+    let write = "head -c 3000000 /dev/zero > big; wc -c < big; rm big";
     let spin = "while :; do :; done";
     let out = run_commands(
         upkeep,
@@ -396,7 +396,7 @@ fn node_and_rustc_work_under_the_default_limits() {
         .unwrap_or_default();
     let rustc = format!("{sysroot}/bin/rustc");
     let compile = format!(
-        "printf 'fn main() {{ println!(\"rustc ok\"); }}\\n' > hello.rs && {rustc} hello.rs -o hello && ./hello"
+        "printf 'fn main() {{ println!(\"rustc ok\"); }}\\n' > hello.rs && {rustc} hello.rs -o hello && ./hello && rm hello hello.rs"
     );
     let node = "node -e 'const kept = []; for (let i = 0; i < 256; i++) kept.push(Buffer.alloc(1 << 20, 1)); console.log(\"node ok\", kept.length)'";
     let mut commands = vec![compile.as_str()];

@@ -125,3 +125,67 @@ async fn secrets_never_leave_the_process_or_land_in_the_clone() {
     assert_eq!(auth, format!("Bearer {API_KEY}"));
     assert!(repo.description(&branch).contains("[REDACTED]"));
 }
+
+/// A token written in two halves, each harmless on its own, once reached a commit: redaction
+/// looks at one call at a time. The commit now checks every changed file whole and refuses.
+#[test]
+fn a_secret_assembled_across_calls_is_never_committed() {
+    let repo = TestRepo::new();
+    let (first, second) = GITHUB_TOKEN.split_at(12);
+    let script = super::support::Script::new(&[
+        reply(
+            "assemble",
+            &[
+                (
+                    "write_file",
+                    json!({"path": "config.txt", "content": format!("token = {first}|\n")}),
+                ),
+                (
+                    "edit_file",
+                    json!({"path": "config.txt", "old_text": "|", "new_text": second}),
+                ),
+                (
+                    "create_pull_request",
+                    json!({"title": "Add config", "body": "Adds config."}),
+                ),
+            ],
+        ),
+        reply(
+            "stuck",
+            &[(
+                "ask_question",
+                json!({"question_text": "Where should the token come from?"}),
+            )],
+        ),
+    ]);
+    let out = super::support::run_replay(
+        Upkeep::new().env("GITHUB_TOKEN", GITHUB_TOKEN),
+        &repo,
+        &script,
+        &["--task", "Add a config file"],
+    );
+    out.assert_code(3);
+    let results = out.events_of("tool_result");
+    let proposal = results
+        .iter()
+        .find(|result| result["tool"] == "create_pull_request")
+        .expect("create_pull_request ran");
+    assert_eq!(proposal["ok"], false, "{proposal}");
+    assert!(
+        proposal["output"]
+            .as_str()
+            .unwrap_or("")
+            .contains("config.txt contains a secret value"),
+        "{proposal}"
+    );
+    assert!(repo.bot_branches().is_empty(), "nothing was published");
+    assert!(!out.stdout.contains(GITHUB_TOKEN) && !out.stderr.contains(GITHUB_TOKEN));
+    // The unsaved change is reported, with the secret redacted from the diff.
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "{}", out.stdout);
+    assert!(
+        unsaved[0]["diff"].as_str().unwrap_or("").contains("[REDACTED]"),
+        "{}",
+        unsaved[0]
+    );
+}

@@ -3,8 +3,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wiremock::matchers::method;
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{Mock, MockServer};
 
+use super::super::support::model_api::{openai_stream, openai_usage};
 use super::super::support::{Script, TestRepo, Upkeep};
 use super::{fleet_finished, list_file, nothing_to_do, outcomes};
 
@@ -122,14 +123,6 @@ fn failing_repositories_do_not_stop_the_others_and_the_exit_code_says_the_worst(
     assert_eq!(out.leftover_temp_entries, 0);
 }
 
-/// A chat completion as OpenAI returns it (abridged): only its arrival matters here.
-fn chat_completion(content: &str) -> Value {
-    json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4.1",
-           "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop"}],
-           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
-}
-
 /// Ctrl-C while two repositories wait for the model: both runs stop and remove their clones,
 /// the third never starts, and the fleet exits 130 with every repository accounted for.
 #[tokio::test(flavor = "multi_thread")]
@@ -140,9 +133,12 @@ async fn an_interrupt_stops_every_run_and_cleans_up() {
     let model = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(chat_completion(&super::super::support::finish("no_tasks")))
-                .set_delay(Duration::from_secs(120)),
+            openai_stream(
+                &super::super::support::finish("no_tasks"),
+                "stop",
+                openai_usage(10, 5, 0),
+            )
+            .set_delay(Duration::from_secs(120)),
         )
         .mount(&model)
         .await;
@@ -254,11 +250,9 @@ async fn the_fleet_budget_binds_every_repository_together() {
     // Every reply reads a file (the cycle never ends by itself) and reports 5000 + 500 tokens:
     // $0.014 a call at gpt-4.1's built-in price.
     let content = super::super::support::reply("read", &[("read_file", json!({"path": "README.md"}))]);
-    let mut expensive = chat_completion(&content);
-    expensive["usage"] = json!({"prompt_tokens": 5000, "completion_tokens": 500, "total_tokens": 5500});
     let model = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(expensive))
+        .respond_with(openai_stream(&content, "stop", openai_usage(5000, 500, 0)))
         .mount(&model)
         .await;
     let out = Upkeep::new()
@@ -283,8 +277,9 @@ async fn the_fleet_budget_binds_every_repository_together() {
     let finished = fleet_finished(&out);
     let total = finished["cost_usd"].as_f64().expect("cost");
     assert!(total > 0.0 && total <= 0.03, "spent {total}");
-    let calls = model.received_requests().await.map_or(0, |r| r.len());
-    assert_eq!(calls, 2, "two calls fit in $0.03, a third would not");
+    let requests = model.received_requests().await.unwrap_or_default();
+    assert_eq!(requests.len(), 2, "two calls fit in $0.03, a third would not");
+    super::super::support::conformance::assert_each_request_conforms(&requests);
     let got: Vec<(String, String)> = outcomes(&out);
     assert!(got.iter().all(|(_, outcome)| outcome == "limit"), "{got:?}");
     // The later repositories stopped before any call, and said which budget.

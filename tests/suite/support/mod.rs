@@ -3,9 +3,11 @@
 
 #![allow(dead_code)]
 
+pub mod conformance;
 pub mod git_http;
 pub mod github_bodies;
 pub mod github_fleet;
+pub mod model_api;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,0 +1,60 @@
+//! The context window of a model: how many tokens a request and its reply may take together.
+//!
+//! `--context-window` (or `[models."name"] context_window` in the operator's `--config`) wins;
+//! otherwise the built-in table below, from the vendors' model pages; otherwise
+//! [`UNKNOWN_MODEL_WINDOW`], a conservative size that local models commonly hold. The window is
+//! what upkeep fits every request into (see `agent::context`), and what Ollama is told as
+//! `num_ctx`.
+
+/// (model name prefix, window in tokens). The longest matching prefix wins.
+const BUILT_IN: &[(&str, u64)] = &[
+    // OpenAI: gpt-5's 400,000 include up to 128,000 of output; a request may hold 272,000.
+    ("gpt-5", 272_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-4o", 128_000),
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+    // Anthropic: 200,000 for every current model (1M only behind a beta header).
+    ("claude-", 200_000),
+    // Gemini.
+    ("gemini-2.5", 1_048_576),
+    ("gemini-2.0", 1_048_576),
+];
+
+/// The window assumed for a model the table does not know (local models, compatible servers).
+pub const UNKNOWN_MODEL_WINDOW: u64 = 32_768;
+
+/// The most tokens kept free for the reply; a small window keeps a quarter of itself free.
+pub const MAX_REPLY_RESERVE: u64 = 8_192;
+
+/// The built-in window of `model`.
+pub fn default_window(model: &str) -> u64 {
+    // Provider-qualified names (`openai/gpt-4.1` on OpenRouter, `models/gemini-2.5-pro`).
+    let bare = model.rsplit('/').next().unwrap_or(model);
+    BUILT_IN
+        .iter()
+        .filter(|(prefix, _)| bare.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map_or(UNKNOWN_MODEL_WINDOW, |(_, window)| *window)
+}
+
+/// Tokens kept free for the reply in a window of `window` tokens.
+pub fn reply_reserve(window: u64) -> u64 {
+    MAX_REPLY_RESERVE.min(window / 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_models_get_their_window_and_others_a_conservative_one() {
+        assert_eq!(default_window("gpt-4.1-mini-2025-04-14"), 1_047_576);
+        assert_eq!(default_window("openai/gpt-4o"), 128_000);
+        assert_eq!(default_window("claude-sonnet-4-5"), 200_000);
+        assert_eq!(default_window("models/gemini-2.5-pro"), 1_048_576);
+        assert_eq!(default_window("llama3.1"), UNKNOWN_MODEL_WINDOW);
+        assert_eq!(reply_reserve(200_000), 8_192);
+        assert_eq!(reply_reserve(8_192), 2_048);
+    }
+}

@@ -1,0 +1,367 @@
+//! Streaming as it happens on a real connection: a loopback server that writes each event of a
+//! documented streamed reply as its own HTTP chunk, with pauses in between, or cuts the
+//! connection half-way. Shows that a reply which keeps streaming is never cut by
+//! `--request-timeout` (an idle timeout) while a stalled one is, that a cut stream is asked
+//! again, and that an interrupt stops a stream at once.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use upkeep::cli::ProviderKind;
+use upkeep::config::ProviderSettings;
+use upkeep::llm::retry::{RetryPolicy, Retrying};
+use upkeep::llm::{
+    CompletionRequest, Message, Provider, ProviderError, anthropic::Anthropic, gemini::Gemini, ollama::Ollama,
+    openai::OpenAi,
+};
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::support::conformance::{Api, Body, assert_conforms};
+use super::support::model_api::{
+    anthropic_body, anthropic_events, anthropic_usage, gemini_body, gemini_events, gemini_usage, ollama_body,
+    ollama_lines, openai_events, openai_usage,
+};
+use super::support::{TestRepo, Upkeep, finish};
+
+const REPLY: &str =
+    r#"{"plan":"done","tool_calls":[{"tool_name":"finish","arguments":{"status":"no_tasks","summary":"nothing"}}]}"#;
+
+/// How one connection is answered: each piece after its pause, then (or not) the end.
+#[derive(Clone)]
+struct Plan {
+    pieces: Vec<(Duration, String)>,
+    /// Send the terminating chunk; without it the connection is simply closed (a cut).
+    complete: bool,
+}
+
+/// A loopback HTTP/1.1 server answering connection `i` with `plans[i]` (the last plan for the
+/// rest), recording each request body.
+struct DripServer {
+    port: u16,
+    bodies: Arc<Mutex<Vec<Value>>>,
+}
+
+impl DripServer {
+    async fn start(plans: Vec<Plan>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let port = listener.local_addr().expect("addr").port();
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&bodies);
+        tokio::spawn(async move {
+            let mut served = 0;
+            while let Ok((socket, _)) = listener.accept().await {
+                let plan = plans[served.min(plans.len() - 1)].clone();
+                served += 1;
+                tokio::spawn(serve(socket, plan, Arc::clone(&recorded)));
+            }
+        });
+        Self { port, bodies }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        self.bodies.lock().expect("lock").clone()
+    }
+}
+
+async fn serve(mut socket: tokio::net::TcpStream, plan: Plan, bodies: Arc<Mutex<Vec<Value>>>) {
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let (head_end, length) = loop {
+        let Ok(read) = socket.read(&mut buffer).await else {
+            return;
+        };
+        if read == 0 {
+            return;
+        }
+        received.extend_from_slice(&buffer[..read]);
+        if let Some(at) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&received[..at]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .and_then(|value| value.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            break (at + 4, length);
+        }
+    };
+    while received.len() < head_end + length {
+        let Ok(read) = socket.read(&mut buffer).await else {
+            return;
+        };
+        if read == 0 {
+            return;
+        }
+        received.extend_from_slice(&buffer[..read]);
+    }
+    if let Ok(body) = serde_json::from_slice(&received[head_end..head_end + length]) {
+        bodies.lock().expect("lock").push(body);
+    }
+    let head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    if socket.write_all(head.as_bytes()).await.is_err() {
+        return;
+    }
+    for (pause, piece) in plan.pieces {
+        tokio::time::sleep(pause).await;
+        let chunk = format!("{:x}\r\n{piece}\r\n", piece.len());
+        if socket.write_all(chunk.as_bytes()).await.is_err() || socket.flush().await.is_err() {
+            return;
+        }
+    }
+    if plan.complete {
+        let _ = socket.write_all(b"0\r\n\r\n").await;
+    }
+    let _ = socket.shutdown().await;
+}
+
+/// OpenAI's events for `REPLY`, each after `pause`.
+fn openai_plan(pause: Duration) -> Plan {
+    Plan {
+        pieces: openai_events(REPLY, "stop", openai_usage(100, 20, 0), None)
+            .into_iter()
+            .map(|event| (pause, event))
+            .collect(),
+        complete: true,
+    }
+}
+
+fn settings(kind: ProviderKind, base_url: String, timeout: Duration) -> ProviderSettings {
+    ProviderSettings {
+        kind,
+        model: None,
+        base_url: Some(base_url),
+        api_key: Some(SecretString::from("sk-test")),
+        replay: None,
+        request_timeout: timeout,
+        context_window: None,
+    }
+}
+
+fn retrying(provider: impl Provider + 'static, attempts: u32) -> Retrying {
+    Retrying::new(
+        Box::new(provider),
+        RetryPolicy {
+            max_attempts: attempts,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+        },
+    )
+}
+
+fn conversation() -> (Vec<Message>, Value) {
+    (vec![Message::user("Task: nothing")], json!({"type": "object"}))
+}
+
+#[tokio::test]
+async fn a_reply_that_keeps_streaming_is_never_cut_by_the_request_timeout() {
+    // Six events a third of a second apart: two seconds in all, against a one-second timeout.
+    let server = DripServer::start(vec![openai_plan(Duration::from_millis(330))]).await;
+    let provider = OpenAi::new(&settings(
+        ProviderKind::Openai,
+        format!("{}/v1", server.url()),
+        Duration::from_secs(1),
+    ))
+    .expect("provider");
+    let (messages, schema) = conversation();
+    let started = Instant::now();
+    let completion = provider
+        .complete(CompletionRequest::new("system", &messages, &schema))
+        .await
+        .expect("a flowing stream is never cut");
+    assert!(
+        started.elapsed() > Duration::from_millis(1500),
+        "the reply took longer than the timeout"
+    );
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(completion.usage.input_tokens, 100);
+    for body in server.requests() {
+        assert_conforms(Api::OpenAi, Body::Request, &body);
+    }
+}
+
+#[tokio::test]
+async fn a_stream_that_stalls_times_out_and_is_asked_again() {
+    let mut stalled = openai_plan(Duration::ZERO);
+    stalled.pieces.truncate(2);
+    stalled.pieces.push((Duration::from_secs(30), String::new()));
+    let server = DripServer::start(vec![stalled.clone(), stalled]).await;
+    let provider = OpenAi::new(&settings(
+        ProviderKind::Openai,
+        format!("{}/v1", server.url()),
+        Duration::from_millis(500),
+    ))
+    .expect("provider");
+    let (messages, schema) = conversation();
+    let started = Instant::now();
+    let error = retrying(provider, 2)
+        .complete(CompletionRequest::new("system", &messages, &schema))
+        .await
+        .expect_err("the stream stalls");
+    assert!(
+        matches!(&error, ProviderError::Transport { timed_out: true, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("--request-timeout"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(server.requests().len(), 2, "a timed-out stream is retried");
+}
+
+#[tokio::test]
+async fn a_connection_cut_in_the_middle_of_the_stream_is_asked_again() {
+    let mut cut = openai_plan(Duration::ZERO);
+    cut.pieces.truncate(3);
+    cut.complete = false;
+    let server = DripServer::start(vec![cut, openai_plan(Duration::ZERO)]).await;
+    let provider = OpenAi::new(&settings(
+        ProviderKind::Openai,
+        format!("{}/v1", server.url()),
+        Duration::from_secs(5),
+    ))
+    .expect("provider");
+    let (messages, schema) = conversation();
+    let completion = retrying(provider, 3)
+        .complete(CompletionRequest::new("system", &messages, &schema))
+        .await
+        .expect("the second try streams whole");
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(server.requests().len(), 2);
+}
+
+/// A wiremock server that first answers with the beginning of a stream only (the body ends
+/// before the API's last event), then with the whole stream.
+async fn cut_then_whole(cut: String, whole: String, content_type: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(cut, content_type))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(whole, content_type))
+        .with_priority(2)
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn every_apis_stream_ending_before_its_last_event_is_asked_again() {
+    let (messages, schema) = conversation();
+    let timeout = Duration::from_secs(5);
+
+    let events = openai_events(REPLY, "stop", openai_usage(10, 5, 0), None);
+    // Everything up to the content; no finish reason, no `[DONE]`.
+    let server = cut_then_whole(events[..3].concat(), events.concat(), "text/event-stream").await;
+    let provider =
+        OpenAi::new(&settings(ProviderKind::Openai, format!("{}/v1", server.uri()), timeout)).expect("openai");
+    let completion = retrying(provider, 3)
+        .complete(CompletionRequest::new("s", &messages, &schema))
+        .await
+        .expect("openai retried");
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(received(&server).await.len(), 2);
+
+    let events = anthropic_events(REPLY, "end_turn", anthropic_usage(10, 0, 0), 5);
+    let server = cut_then_whole(
+        anthropic_body(&events[..5]),
+        anthropic_body(&events),
+        "text/event-stream",
+    )
+    .await;
+    let provider = Anthropic::new(&settings(ProviderKind::Anthropic, server.uri(), timeout)).expect("anthropic");
+    let completion = retrying(provider, 3)
+        .complete(CompletionRequest::new("s", &messages, &schema))
+        .await
+        .expect("anthropic retried");
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(received(&server).await.len(), 2);
+
+    let chunks = gemini_events(REPLY, "STOP", gemini_usage(10, 5, 0, 0));
+    let server = cut_then_whole(gemini_body(&chunks[..2]), gemini_body(&chunks), "text/event-stream").await;
+    let provider = Gemini::new(&settings(ProviderKind::Gemini, server.uri(), timeout)).expect("gemini");
+    let completion = retrying(provider, 3)
+        .complete(CompletionRequest::new("s", &messages, &schema))
+        .await
+        .expect("gemini retried");
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(received(&server).await.len(), 2);
+
+    let lines = ollama_lines(REPLY, "stop", 10, 5);
+    let count = lines.len();
+    let server = cut_then_whole(
+        ollama_body(&lines[..count - 1]),
+        ollama_body(&lines),
+        "application/x-ndjson",
+    )
+    .await;
+    let provider = Ollama::new(&settings(ProviderKind::Ollama, server.uri(), timeout)).expect("ollama");
+    let completion = retrying(provider, 3)
+        .complete(CompletionRequest::new("s", &messages, &schema))
+        .await
+        .expect("ollama retried");
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(received(&server).await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_interrupt_stops_a_reply_that_is_streaming() {
+    // A reply that streams one event every two seconds, for a minute.
+    let slow = Plan {
+        pieces: openai_events(&finish("no_tasks"), "stop", openai_usage(100, 20, 0), None)
+            .into_iter()
+            .map(|event| (Duration::from_secs(2), event))
+            .collect(),
+        complete: true,
+    };
+    let server = DripServer::start(vec![slow]).await;
+    let repo = TestRepo::new();
+    let mut upkeep = Upkeep::new()
+        .args(["run", "--json", "--task", "t", "--provider", "openai", "--base-url"])
+        .args([format!("{}/v1", server.url())])
+        .args(["--repo"])
+        .args([repo.path()]);
+    let child = upkeep.spawn();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.requests().is_empty() {
+        assert!(Instant::now() < deadline, "upkeep never called the model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The first event is on its way.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let interrupted = Instant::now();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).expect("signal sent");
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .expect("joined")
+        .expect("waited");
+    assert_eq!(
+        output.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(5),
+        "stopped at once, not after the stream: {:?}",
+        interrupted.elapsed()
+    );
+    assert_eq!(upkeep.leftover_temp_entries(), 0);
+}
+
+/// What the server received, each body checked against the API description of its path.
+async fn received(server: &MockServer) -> Vec<wiremock::Request> {
+    let requests = server.received_requests().await.expect("recorded");
+    super::support::conformance::assert_each_request_conforms(&requests);
+    requests
+}

@@ -1,0 +1,88 @@
+//! Never lose work: `finish` is refused while the clone holds changes no pull request of the
+//! cycle carries, and a cycle that ends any other way reports them instead of dropping them.
+
+use serde_json::json;
+
+use super::support::{Script, TestRepo, finish, reply, run_local};
+
+fn write(path: &str, content: &str) -> String {
+    reply("write", &[("write_file", json!({"path": path, "content": content}))])
+}
+
+/// Before, `finish` after an edit ended the cycle and the clone, edit and all, was removed.
+#[test]
+fn finish_with_unsaved_edits_is_refused_and_names_the_files() {
+    let repo = TestRepo::new();
+    let script = Script::new(&[
+        write("NOTES.md", "notes\n"),
+        finish("completed"),
+        reply(
+            "propose",
+            &[
+                (
+                    "create_pull_request",
+                    json!({"title": "Add notes", "body": "Adds notes."}),
+                ),
+                ("write_file", json!({"path": "NOTES.md", "content": "more notes\n"})),
+                ("finish", json!({"status": "completed", "summary": "done"})),
+            ],
+        ),
+        reply(
+            "propose the rest",
+            &[
+                (
+                    "create_pull_request",
+                    json!({"title": "Add notes", "body": "Adds notes."}),
+                ),
+                ("finish", json!({"status": "completed", "summary": "done"})),
+            ],
+        ),
+    ]);
+    let out = run_local(&repo, &script, &["--task", "Add notes"]);
+    out.assert_code(0);
+    let finishes: Vec<_> = out
+        .events_of("tool_result")
+        .into_iter()
+        .filter(|result| result["tool"] == "finish")
+        .collect();
+    assert_eq!(finishes.len(), 3, "{finishes:?}");
+    for refused in &finishes[..2] {
+        assert_eq!(refused["ok"], false, "{refused}");
+        let output = refused["output"].as_str().unwrap_or_default();
+        assert!(
+            output.contains("NOTES.md") && output.contains("create_pull_request"),
+            "{output}"
+        );
+    }
+    assert_eq!(finishes[2]["ok"], true);
+    assert_eq!(repo.git(&["show", "upkeep/add-notes:NOTES.md"]), "more notes");
+    assert!(out.events_of("unsaved_changes").is_empty());
+}
+
+/// A cycle cut short by a budget keeps nothing, but says what it had, with the diff.
+#[test]
+fn a_cycle_ended_by_a_budget_reports_its_unsaved_changes() {
+    let repo = TestRepo::new();
+    let script = Script::new(&[
+        reply(
+            "change",
+            &[
+                ("write_file", json!({"path": "NEW.md", "content": "brand new\n"})),
+                (
+                    "edit_file",
+                    json!({"path": "README.md", "old_text": "Hello.", "new_text": "Hello there."}),
+                ),
+            ],
+        ),
+        write("ignored.md", "never reached\n"),
+    ]);
+    let out = run_local(&repo, &script, &["--task", "Change things", "--max-turns", "1"]);
+    out.assert_code(4);
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "{}", out.stdout);
+    assert_eq!(unsaved[0]["files"], json!(["NEW.md", "README.md"]));
+    let diff = unsaved[0]["diff"].as_str().unwrap_or_default();
+    assert!(diff.contains("+brand new") && diff.contains("+Hello there."), "{diff}");
+    assert!(out.stderr.contains("changes no pull request carries"), "{}", out.stderr);
+    assert!(out.stderr.contains("+Hello there."), "{}", out.stderr);
+}
