@@ -29,6 +29,8 @@
 
 #[path = "../tests/suite/support/git_http.rs"]
 mod git_http;
+#[path = "support/measure.rs"]
+mod measure;
 
 use std::ffi::OsString;
 use std::io::Write as _;
@@ -36,15 +38,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use measure::{MEASURE_CHILD, env_number, machine, measure_child, median, target_dir};
 use upkeep::agent::budget::estimate_tokens;
 use upkeep::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
 use upkeep::repo::{CloneRequest, GitAuth, Identity, Stop, WorkTree, Workspace};
 
 /// Bumped whenever the generated repositories change, so stale caches are not reused.
 const GENERATOR_VERSION: u32 = 1;
-/// First argument that makes this binary a measuring wrapper around one child (see
-/// [`measure_child`]).
-const MEASURE_CHILD: &str = "--measure-child";
 
 struct Size {
     name: &'static str,
@@ -152,25 +152,9 @@ fn rerun_with_temp_dir(dir: &Path, args: &[OsString]) -> ! {
     std::process::exit(status.code().unwrap_or(1));
 }
 
-fn env_number(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(value) => value
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name} must be a number, not {value:?}")),
-        Err(_) => default,
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Test repositories
 // ---------------------------------------------------------------------------------------------
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
-}
 
 /// The bare repository for `size`, built once and cached. Built in a private directory and
 /// renamed into place, so an interrupted build never leaves a half-made cache entry.
@@ -700,26 +684,6 @@ fn measured(command: &Command, clear_env: bool) -> Measured {
     }
 }
 
-/// The wrapper: runs one child (stdout discarded, stderr passed on) and prints the child's peak
-/// resident set in KiB and its exit code. A process of its own, because `RUSAGE_CHILDREN` is
-/// the maximum over every child ever waited for, and the benchmark itself runs many git
-/// processes (the HTTP server's among them).
-fn measure_child(args: &[OsString]) -> ! {
-    let Some((program, rest)) = args.split_first() else {
-        eprintln!("{MEASURE_CHILD} PROGRAM [ARGS...]");
-        std::process::exit(2);
-    };
-    let status = Command::new(program)
-        .args(rest)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
-        .expect("run the measured program");
-    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).expect("getrusage");
-    println!("{} {}", usage.max_rss(), status.code().unwrap_or(-1));
-    std::process::exit(0);
-}
-
 fn bench_startup(runs: usize) -> Duration {
     let mut times = Vec::new();
     for _ in 0..runs {
@@ -733,15 +697,6 @@ fn bench_startup(runs: usize) -> Duration {
         assert!(output.status.success(), "upkeep --version failed");
     }
     median(times)
-}
-
-fn median(mut values: Vec<Duration>) -> Duration {
-    values.sort();
-    match values.len() {
-        0 => Duration::ZERO,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2,
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -894,30 +849,6 @@ fn report(results: &[SizeResult], startup: Duration, turns: usize) {
         ),
         None => println!("- SKIP peak memory on the 100k-file repository: 100k not in UPKEEP_BENCH_SIZES"),
     }
-}
-
-fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory = meminfo
-        .lines()
-        .find_map(|line| line.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map(|kib| format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0))
-        .unwrap_or_else(|| "unknown".into());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|v| v.trim().to_owned())
-        .unwrap_or_else(|_| "unknown".into());
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|line| line.strip_prefix("model name"))
-                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
-        })
-        .unwrap_or_else(|| "unknown".into());
-    let git_version = git(Path::new("."), &["--version"]);
-    format!("machine: {cpus} CPUs ({cpu}), {memory} memory, Linux {kernel}, {git_version}")
 }
 
 // ---------------------------------------------------------------------------------------------

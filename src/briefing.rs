@@ -107,7 +107,7 @@ pub async fn brief(
     forge: &dyn Forge,
     opened_this_run: &[PullRequest],
     conversation: &CycleConversation,
-    notice: &dyn Fn(&str),
+    notice: &(dyn Fn(&str) + Sync),
 ) -> Result<Briefing, BriefingError> {
     let mut registry = ToolRegistry::new(
         &ToolSelection {

@@ -28,6 +28,8 @@ pub enum Command {
     Prompt(Box<RunArgs>),
     /// Set a repository up for upkeep: write .upkeep.toml and .github/workflows/upkeep.yml.
     Init(InitArgs),
+    /// Work many repositories, each its own run: a list or an organisation, sharded across workers.
+    Fleet(Box<FleetArgs>),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -242,4 +244,41 @@ pub struct InitArgs {
     /// The repository to set up; existing files are never overwritten.
     #[arg(long, default_value = ".")]
     pub repo_dir: PathBuf,
+    /// Write the workflow that runs a fleet as a matrix of shards (.github/workflows/upkeep-fleet.yml) instead.
+    #[arg(long)]
+    pub fleet: bool,
+}
+
+/// `upkeep fleet`: which repositories, how they are split and run; every `run` option is the
+/// default for each repository (`--repo` excepted: the list says which).
+#[derive(Debug, Clone, Args)]
+#[command(mut_arg("repo", |arg| arg.required(false).hide(true).default_value("")))]
+pub struct FleetArgs {
+    /// The repositories: one per line (owner/name, a URL or a local path; `#` comments), or a
+    /// .toml file of [[repos]] tables with per-repository options.
+    #[arg(long, env = "UPKEEP_REPOS", required_unless_present = "org", conflicts_with = "org")]
+    pub repos: Option<PathBuf>,
+
+    /// Every repository of this GitHub organisation (or user) that is neither archived nor a fork.
+    #[arg(long, env = "UPKEEP_ORG")]
+    pub org: Option<String>,
+
+    /// With --org: only repositories carrying this topic (repeatable: any of them).
+    #[arg(long, env = "UPKEEP_TOPIC", value_delimiter = ',', requires = "org")]
+    pub topic: Vec<String>,
+
+    /// Work only shard I of N (I counts from 0, like JOB_COMPLETION_INDEX), e.g. 0/4.
+    #[arg(long, env = "UPKEEP_SHARD", value_name = "I/N")]
+    pub shard: Option<String>,
+
+    /// Repositories worked at once [default: 4]
+    #[arg(long, env = "UPKEEP_JOBS", value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: Option<u32>,
+
+    /// Cost budget for the whole fleet, in US dollars (each repository keeps --max-cost too).
+    #[arg(long, env = "UPKEEP_FLEET_MAX_COST")]
+    pub fleet_max_cost: Option<f64>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
 }

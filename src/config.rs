@@ -67,6 +67,18 @@ pub struct FileConfig {
     pub prices: BTreeMap<String, Price>,
     /// Resource limits for commands; operator-only (see [`FileConfig::parse_repository`]).
     pub limits: Option<LimitsConfig>,
+    /// Fleet limits (DESIGN section 13; [`crate::fleet::limits`]): most open bot pull requests
+    /// and most opened in the last hour (0: no limit), the time windows upkeep may work in and
+    /// their time zone, and whether to keep the dashboard issue. A repository may tighten the
+    /// operator's limits, never loosen them.
+    pub pr_limit: Option<u32>,
+    pub pr_hourly_limit: Option<u32>,
+    pub schedule: Option<Vec<String>>,
+    pub timezone: Option<String>,
+    pub dashboard: Option<bool>,
+    /// `schedule` and `timezone` as checked by [`FileConfig::parse`].
+    #[serde(skip)]
+    pub schedule_keys: crate::fleet::schedule::ScheduleKeys,
     /// Per-model settings; operator-only (the repository's file may not set them).
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
@@ -143,7 +155,7 @@ pub struct Price {
 impl FileConfig {
     /// Parses a config file's text; `origin` names the file in error messages.
     pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let parsed: FileConfig =
+        let mut parsed: FileConfig =
             toml::from_str(text).map_err(|error| ConfigError(format!("{origin} is not valid: {error}")))?;
         if parsed.max_turns == Some(0) {
             return Err(ConfigError(format!(
@@ -167,6 +179,9 @@ impl FileConfig {
                 ))
             })?;
         }
+        parsed.schedule_keys =
+            crate::fleet::schedule::ScheduleKeys::parse(parsed.schedule.as_deref(), parsed.timezone.as_deref())
+                .map_err(|error| ConfigError(format!("{origin}: {error}")))?;
         Ok(parsed)
     }
 
@@ -424,6 +439,24 @@ pub struct GitHubSettings {
     pub bot_login: Option<String>,
 }
 
+impl GitHubSettings {
+    /// `GITHUB_SERVER_URL`, `GITHUB_API_URL`, `GITHUB_TOKEN` (or `GH_TOKEN`), `UPKEEP_BOT_LOGIN`.
+    pub fn from_env() -> Self {
+        GitHubSettings {
+            server_url: env_or("GITHUB_SERVER_URL", DEFAULT_GITHUB_SERVER)
+                .trim_end_matches('/')
+                .to_owned(),
+            api_url: env_or("GITHUB_API_URL", DEFAULT_GITHUB_API)
+                .trim_end_matches('/')
+                .to_owned(),
+            token: env_secret(&["GITHUB_TOKEN", "GH_TOKEN"]),
+            bot_login: std::env::var("UPKEEP_BOT_LOGIN")
+                .ok()
+                .filter(|login| !login.trim().is_empty()),
+        }
+    }
+}
+
 /// Everything a run needs, resolved from flags, environment and the operator's config.
 #[derive(Clone)]
 pub struct Config {
@@ -466,6 +499,9 @@ pub struct Config {
     /// Sub-agents, the reviewer and checks (`--max-depth`, `--max-reviews`, `--no-review`,
     /// `--review-model`, `[[agents]]`, `checks`).
     pub agents: crate::agents::AgentSettings,
+    /// Set by `upkeep fleet`, which runs this repository as one of many: its events carry this
+    /// name as `repo`, and its lines for people start with it.
+    pub fleet_member: Option<String>,
 }
 
 /// Settings after the repository's `.upkeep.toml` is known.
@@ -480,6 +516,10 @@ pub struct RepoSettings {
     /// Declared command tools from the operator's config and the repository's file.
     pub declared_tools: Vec<DeclaredToolConfig>,
     pub prices: BTreeMap<String, Price>,
+    /// `pr_limit`, `pr_hourly_limit` and `schedule`, the operator's tightened by the repository's.
+    pub limits: crate::fleet::limits::Limits,
+    /// Keep the repository's dashboard issue up to date after the run.
+    pub dashboard: bool,
 }
 
 fn env_secret(names: &[&str]) -> Option<SecretString> {
@@ -509,18 +549,7 @@ impl Config {
     }
 
     fn resolve(args: &RunArgs, purpose: Purpose) -> Result<Self, ConfigError> {
-        let github = GitHubSettings {
-            server_url: env_or("GITHUB_SERVER_URL", DEFAULT_GITHUB_SERVER)
-                .trim_end_matches('/')
-                .to_owned(),
-            api_url: env_or("GITHUB_API_URL", DEFAULT_GITHUB_API)
-                .trim_end_matches('/')
-                .to_owned(),
-            token: env_secret(&["GITHUB_TOKEN", "GH_TOKEN"]),
-            bot_login: std::env::var("UPKEEP_BOT_LOGIN")
-                .ok()
-                .filter(|login| !login.trim().is_empty()),
-        };
+        let github = GitHubSettings::from_env();
         let source = RepoSource::parse(&args.repo, &github.server_url)?;
 
         let task = match (&args.task, &args.task_file) {
@@ -779,6 +808,7 @@ impl Config {
             },
             operator,
             agents,
+            fleet_member: None,
         })
     }
 
@@ -830,6 +860,8 @@ impl Config {
                 }),
             declared_tools,
             prices,
+            limits: crate::fleet::limits::Limits::resolve(&self.operator, repo_file),
+            dashboard: self.operator.dashboard.or(repo_file.dashboard).unwrap_or(false),
         }
     }
 }

@@ -117,6 +117,25 @@ pub enum Event {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A fleet limit held the cycle back before any model call (DESIGN section 13): `limit` is
+    /// `pr_limit`, `pr_hourly_limit` or `outside_schedule`.
+    LimitReached {
+        limit: String,
+        message: String,
+    },
+    /// The repository's dashboard issue after the run: `created` or `updated`.
+    Dashboard {
+        url: String,
+        action: String,
+    },
+    /// `upkeep fleet` is done: every repository's outcome, in the fleet's order.
+    FleetFinished {
+        repos: usize,
+        outcomes: Vec<crate::fleet::outcome::RepoOutcome>,
+        usage: Usage,
+        cost_usd: f64,
+        exit_code: u8,
+    },
 }
 
 /// A declared command tool the model is offered: what it runs, and who declared it.
@@ -141,6 +160,9 @@ struct Envelope<'a> {
     event: &'a Event,
     run_id: &'a str,
     ts: String,
+    /// The repository, in runs that `upkeep fleet` started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repo: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cycle: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -165,6 +187,8 @@ pub struct EventSink {
     json_stdout: bool,
     trace: Option<Mutex<std::fs::File>>,
     verbosity: Verbosity,
+    /// Set for a repository's run inside `upkeep fleet` (see [`EventSink::for_repo`]).
+    repo: Option<String>,
 }
 
 impl EventSink {
@@ -175,7 +199,15 @@ impl EventSink {
             json_stdout,
             trace: trace.map(Mutex::new),
             verbosity,
+            repo: None,
         }
+    }
+
+    /// Tags every event with `repo` and starts every line for people with `[repo]`, for runs
+    /// that share stdout, stderr and the trace file with others (`upkeep fleet`).
+    pub fn for_repo(mut self, repo: String) -> Self {
+        self.repo = Some(repo);
+        self
     }
 
     /// The run's id, as every event carries it.
@@ -185,7 +217,9 @@ impl EventSink {
 
     /// A spinner while waiting for the model, where people can see one (see [`crate::progress`]).
     pub fn waiting(&self, turn: u32, usage: crate::llm::Usage, cost_usd: f64) -> Option<crate::progress::Waiting> {
-        crate::progress::spinner_allowed(self.verbosity == Verbosity::Quiet).then(|| {
+        // Spinners of runs that share the terminal would overwrite each other.
+        let shared_terminal = self.repo.is_some();
+        (!shared_terminal && crate::progress::spinner_allowed(self.verbosity == Verbosity::Quiet)).then(|| {
             crate::progress::Waiting::start(format!(
                 "turn {turn}: waiting for the model; {} tokens, ${cost_usd:.4} so far",
                 usage.total()
@@ -212,6 +246,7 @@ impl EventSink {
             event: &event,
             run_id: &self.run_id,
             ts: jiff::Timestamp::now().to_string(),
+            repo: self.repo.as_deref(),
             cycle: scope.cycle,
             turn: scope.turn,
             agent,
@@ -230,7 +265,9 @@ impl EventSink {
         }
         if let Some(trace) = &self.trace {
             if let Ok(mut file) = trace.lock() {
-                if let Err(error) = writeln!(file, "{line}") {
+                // One write per line: runs of a fleet append to the same file, and an append of
+                // a whole line is never interleaved with another.
+                if let Err(error) = file.write_all(format!("{line}\n").as_bytes()) {
                     tracing::warn!("could not write to the trace file: {error}");
                 }
             }
@@ -238,7 +275,13 @@ impl EventSink {
         // Quiet still shows what a person must see: a question waiting for them, and the end.
         let shown = match self.verbosity {
             Verbosity::Normal => true,
-            Verbosity::Quiet => matches!(event, Event::Question { .. } | Event::RunFinished { .. }),
+            Verbosity::Quiet => matches!(
+                event,
+                Event::Question { .. }
+                    | Event::RunFinished { .. }
+                    | Event::FleetFinished { .. }
+                    | Event::LimitReached { .. }
+            ),
         };
         if shown {
             if let Some(text) = render_human(scope, &event) {
@@ -264,8 +307,16 @@ impl EventSink {
     /// escaped: it carries model text, file names, command output and issue titles, none of
     /// which may move the cursor, recolour the terminal or hide a line. (JSON output is exact.)
     fn write_stderr(&self, text: &str) {
-        let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{}", crate::text::escape_terminal(&self.redactor.redact(text)));
+        let text = crate::text::escape_terminal(&self.redactor.redact(text));
+        let text = match &self.repo {
+            Some(repo) => {
+                let prefix = format!("[{}] ", crate::text::escape_terminal(repo));
+                text.lines().map(|line| format!("{prefix}{line}\n")).collect::<String>()
+            }
+            None => format!("{text}\n"),
+        };
+        // One write, so lines of runs that share stderr do not interleave mid-line.
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
     }
 }
 
@@ -398,6 +449,18 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             ..
         } => format!(
             "upkeep finished: {outcome} after {cycles} cycle(s); {} input + {} output tokens, ${cost_usd:.4}; exit code {exit_code}",
+            usage.input_tokens, usage.output_tokens
+        ),
+        Event::LimitReached { message, .. } => format!("upkeep: {message}"),
+        Event::Dashboard { url, action } => format!("dashboard {action}: {url}"),
+        Event::FleetFinished {
+            repos,
+            usage,
+            cost_usd,
+            exit_code,
+            ..
+        } => format!(
+            "upkeep fleet finished: {repos} repositories; {} input + {} output tokens, ${cost_usd:.4}; exit code {exit_code}",
             usage.input_tokens, usage.output_tokens
         ),
     })

@@ -6,6 +6,10 @@
 //! page. It never overwrites: when either file exists it writes nothing and exits 2 naming the
 //! file, because both are files people edit and a second `init` must not undo their edits.
 //! The templates are embedded at build time from `templates/`.
+//!
+//! `upkeep init --fleet` writes `.github/workflows/upkeep-fleet.yml` instead: the workflow that
+//! runs `upkeep fleet` over an organisation as a matrix of shards (DESIGN section 13), for the
+//! repository that operates the fleet.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,6 +24,10 @@ pub const CONFIG_TEMPLATE: &str = include_str!("../templates/upkeep.toml");
 pub const WORKFLOW_TEMPLATE: &str = include_str!("../templates/upkeep.yml");
 /// Where `init` writes the workflow, relative to the repository.
 pub const WORKFLOW_FILE: &str = ".github/workflows/upkeep.yml";
+/// The workflow `init --fleet` writes.
+pub const FLEET_WORKFLOW_TEMPLATE: &str = include_str!("../templates/upkeep-fleet.yml");
+/// Where `init --fleet` writes it.
+pub const FLEET_WORKFLOW_FILE: &str = ".github/workflows/upkeep-fleet.yml";
 
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
@@ -41,19 +49,29 @@ impl InitError {
 }
 
 pub fn run(args: &InitArgs) -> ExitStatus {
-    match init(&args.repo_dir) {
+    let (result, next) = if args.fleet {
+        (
+            init_fleet(&args.repo_dir),
+            "\nNext: add the secrets UPKEEP_FLEET_TOKEN (a token that can work the fleet's repositories)\n\
+             and OPENAI_API_KEY to the `upkeep` environment (Settings > Environments), put the topic\n\
+             `upkeep` on the repositories to work, and commit the file. See upkeep's docs/fleet.md.",
+        )
+    } else {
+        (
+            init(&args.repo_dir),
+            "\nNext: add your model provider's API key as the secret OPENAI_API_KEY of the `upkeep`\n\
+             environment (Settings > Environments; or as a repository secret), allow GitHub\n\
+             Actions to create pull requests (Settings > Actions > General), create the `upkeep`\n\
+             label, and commit both files. Then label an issue `upkeep`.",
+        )
+    };
+    match result {
         Ok(written) => {
             let mut stdout = std::io::stdout().lock();
             for path in &written {
                 let _ = writeln!(stdout, "created {}", path.display());
             }
-            let _ = writeln!(
-                stdout,
-                "\nNext: add your model provider's API key as the secret OPENAI_API_KEY of the `upkeep`\n\
-                 environment (Settings > Environments; or as a repository secret), allow GitHub\n\
-                 Actions to create pull requests (Settings > Actions > General), create the `upkeep`\n\
-                 label, and commit both files. Then label an issue `upkeep`."
-            );
+            let _ = writeln!(stdout, "{next}");
             ExitStatus::Done
         }
         Err(error) => {
@@ -66,13 +84,22 @@ pub fn run(args: &InitArgs) -> ExitStatus {
 /// Writes both files into `dir`; returns their paths. Checks both before writing either, and
 /// creates each with `create_new`, so a file that appears meanwhile is not overwritten either.
 pub fn init(dir: &Path) -> Result<Vec<PathBuf>, InitError> {
+    write_files(
+        dir,
+        &[(REPO_CONFIG_FILE, CONFIG_TEMPLATE), (WORKFLOW_FILE, WORKFLOW_TEMPLATE)],
+    )
+}
+
+/// Writes the fleet workflow into `dir`, on the same terms as [`init`].
+pub fn init_fleet(dir: &Path) -> Result<Vec<PathBuf>, InitError> {
+    write_files(dir, &[(FLEET_WORKFLOW_FILE, FLEET_WORKFLOW_TEMPLATE)])
+}
+
+fn write_files(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, InitError> {
     if !dir.is_dir() {
         return Err(InitError::NotADirectory(dir.to_path_buf()));
     }
-    let files = [
-        (dir.join(REPO_CONFIG_FILE), CONFIG_TEMPLATE),
-        (dir.join(WORKFLOW_FILE), WORKFLOW_TEMPLATE),
-    ];
+    let files: Vec<(PathBuf, &str)> = files.iter().map(|(path, content)| (dir.join(path), *content)).collect();
     for (path, _) in &files {
         // `exists` follows symlinks; a dangling symlink would be written through, so refuse it too.
         if path.exists() || path.symlink_metadata().is_ok() {
@@ -135,5 +162,25 @@ mod tests {
         assert_eq!(parsed.max_turns, Some(crate::config::DEFAULT_MAX_TURNS));
         assert_eq!(parsed.protected_paths, Some(vec!["LICENSE".to_owned()]));
         assert!(parsed.base.is_some() && parsed.instructions.is_some());
+        assert_eq!(parsed.pr_limit, Some(crate::fleet::limits::DEFAULT_PR_LIMIT));
+        assert_eq!(
+            parsed.pr_hourly_limit,
+            Some(crate::fleet::limits::DEFAULT_PR_HOURLY_LIMIT)
+        );
+        assert!(parsed.schedule.is_some() && parsed.timezone.is_some());
+        assert_eq!(parsed.dashboard, Some(false));
+    }
+
+    #[test]
+    fn init_fleet_writes_only_the_fleet_workflow_and_never_overwrites() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let written = init_fleet(dir.path()).expect("writes");
+        assert_eq!(written, [dir.path().join(FLEET_WORKFLOW_FILE)]);
+        assert_eq!(
+            std::fs::read_to_string(&written[0]).expect("read"),
+            FLEET_WORKFLOW_TEMPLATE
+        );
+        assert!(!dir.path().join(REPO_CONFIG_FILE).exists());
+        assert!(matches!(init_fleet(dir.path()), Err(InitError::Exists(_))));
     }
 }

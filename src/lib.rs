@@ -16,6 +16,7 @@ pub mod demo;
 pub mod events;
 pub mod exec;
 pub mod exit;
+pub mod fleet;
 pub mod forge;
 pub mod http;
 pub mod init;

@@ -50,6 +50,7 @@ fn main() -> ExitCode {
             Command::Tools(args) => upkeep::commands::tools(&args),
             Command::Prompt(args) => upkeep::commands::prompt(&args, cancel).await,
             Command::Init(args) => upkeep::init::run(&args),
+            Command::Fleet(args) => upkeep::fleet::run(&args, cancel).await,
         }
     });
     // Git work that was left winding down must not keep the process alive, nor its clone on

@@ -23,6 +23,8 @@ use crate::conversation::local::LocalResume;
 use crate::conversation::{ConversationError, CycleWork};
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
+use crate::fleet::dashboard::DashboardPlan;
+use crate::fleet::limits::{Held, HeldBy, Limits};
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::kinds::ForgeKind;
 use crate::llm::{self, Provider, pricing};
@@ -105,11 +107,14 @@ enum RunEnd {
     MaxCycles,
     Question,
     Limit,
+    /// A fleet limit or the schedule held the cycle back before any model call (exit 0).
+    Held(HeldBy),
 }
 
 impl RunEnd {
     fn as_str(self) -> &'static str {
         match self {
+            RunEnd::Held(by) => by.as_str(),
             RunEnd::NoTasks => "no_tasks",
             RunEnd::Completed => "completed",
             RunEnd::PullRequest => "pull_request",
@@ -121,7 +126,9 @@ impl RunEnd {
 
     fn exit(self) -> ExitStatus {
         match self {
-            RunEnd::NoTasks | RunEnd::Completed | RunEnd::PullRequest | RunEnd::MaxCycles => ExitStatus::Done,
+            RunEnd::NoTasks | RunEnd::Completed | RunEnd::PullRequest | RunEnd::MaxCycles | RunEnd::Held(_) => {
+                ExitStatus::Done
+            }
             RunEnd::Question => ExitStatus::Question,
             RunEnd::Limit => ExitStatus::Budget,
         }
@@ -140,24 +147,28 @@ pub fn redactor_for(config: &Config) -> Redactor {
     redactor
 }
 
+/// Opens `--trace FILE` for appending (runs of a fleet share it).
+pub fn open_trace(path: &std::path::Path) -> Result<std::fs::File, ConfigError> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|error| ConfigError::key("--trace", format!("{}: {error}", path.display())))
+}
+
 /// Opens the event sink a run writes to.
 pub fn event_sink(config: &Config) -> Result<EventSink, ConfigError> {
-    let trace = match &config.trace {
-        Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|error| ConfigError::key("--trace", format!("{}: {error}", path.display())))?,
-        ),
-        None => None,
-    };
+    let trace = config.trace.as_deref().map(open_trace).transpose()?;
     let verbosity = if config.quiet {
         Verbosity::Quiet
     } else {
         Verbosity::Normal
     };
-    Ok(EventSink::new(redactor_for(config), config.json, trace, verbosity))
+    let events = EventSink::new(redactor_for(config), config.json, trace, verbosity);
+    Ok(match &config.fleet_member {
+        Some(repo) => events.for_repo(repo.clone()),
+        None => events,
+    })
 }
 
 fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
@@ -218,6 +229,18 @@ impl RunSummary {
             unsaved_changes: Vec::new(),
         }
     }
+
+    /// The `run_finished` event that says how this run ended.
+    pub fn finished_event(&self) -> Event {
+        Event::RunFinished {
+            outcome: self.outcome.clone(),
+            exit_code: self.status.code(),
+            cycles: self.cycles,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            error: self.error.clone(),
+        }
+    }
 }
 
 /// Runs upkeep as configured. Never panics on bad input; every path out emits `run_finished`
@@ -265,6 +288,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             ..ConversationState::default()
         },
         unresolved_findings: Vec::new(),
+        dashboard: None,
     };
     let result = runner.run().await;
     runner.kept = None;
@@ -310,18 +334,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         .as_ref()
         .map(|b| (b.usage, b.cost_usd, b.turns))
         .unwrap_or_default();
-    events.emit(
-        Scope::default(),
-        Event::RunFinished {
-            outcome: outcome.into(),
-            exit_code: status.code(),
-            cycles: runner.cycles,
-            usage,
-            cost_usd,
-            error: error.clone(),
-        },
-    );
-    RunSummary {
+    let summary = RunSummary {
         status,
         outcome: outcome.into(),
         cycles: runner.cycles,
@@ -332,7 +345,16 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
         question: runner.question,
         error,
         unsaved_changes: runner.unsaved,
+    };
+    // An interrupted run reports at once; every other run brings its dashboard up to date.
+    if let Some(plan) = runner.dashboard.filter(|_| status != ExitStatus::Interrupted) {
+        match build_forge(&config) {
+            Ok(forge) => crate::fleet::dashboard::update(forge.as_ref(), &plan, &summary, &events).await,
+            Err(error) => events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}")),
+        }
     }
+    events.emit(Scope::default(), summary.finished_event());
+    summary
 }
 
 /// `upkeep prompt`: clones and reads the repository as a run's first cycle does, and returns
@@ -362,6 +384,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         kept: None,
         conversation: ConversationState::default(),
         unresolved_findings: Vec::new(),
+        dashboard: None,
     };
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
     runner.check_pull_request(forge.as_ref()).await.map_err(fail)?;
@@ -412,6 +435,8 @@ struct Runner<'a> {
     conversation: ConversationState,
     /// Review findings the last cycle's pull request opened with (section 12).
     unresolved_findings: Vec<String>,
+    /// Set once a cycle read `dashboard = true`: what the dashboard after the run needs.
+    dashboard: Option<DashboardPlan>,
 }
 
 /// The run's part of the conversation: a local question to resume, the first cycle's clone
@@ -452,12 +477,17 @@ impl Runner<'_> {
         // The first clone is made before `run_started`, which names the agent instructions it
         // holds; `run_started` is emitted whether or not it succeeded, so every run that got
         // past its settings reports that it started.
-        let first = match pending {
+        // Outside the operator's schedule nothing is cloned.
+        let held = match pending {
             Some(_) => None,
-            None => {
+            None => self.outside_operator_schedule(),
+        };
+        let first = match (&pending, &held) {
+            (None, None) => {
                 self.check_pull_request(forge.as_ref()).await?;
                 Some(self.prepare(1).await)
             }
+            _ => None,
         };
         let instructions_files = first
             .as_ref()
@@ -487,6 +517,9 @@ impl Runner<'_> {
             self.question = pending.first().map(|q| q.question.clone());
             return Ok(RunEnd::Question);
         }
+        if let Some(held) = held {
+            return Ok(self.held(held));
+        }
         if let Some(first) = first {
             self.conversation.first = Some(first?);
         }
@@ -494,6 +527,11 @@ impl Runner<'_> {
             self.cycles += 1;
             let cycle = self.cycles;
             let end = self.cycle(cycle, provider.as_ref(), &models, forge.as_ref()).await;
+            if let Ok(held @ RunEnd::Held(_)) = end {
+                // The cycle never started: no model call, nothing opened.
+                self.cycles -= 1;
+                return Ok(held);
+            }
             let outcome = match &end {
                 Ok(end) => end.as_str(),
                 Err(RunError::Deadline) => RunEnd::Limit.as_str(),
@@ -724,6 +762,24 @@ impl Runner<'_> {
         }
     }
 
+    /// Whether the operator's `schedule` holds work back now (the repository's own schedule is
+    /// read from its clone, in [`Runner::cycle`]).
+    fn outside_operator_schedule(&self) -> Option<Held> {
+        Limits::resolve(&self.config.operator, &FileConfig::default()).outside_schedule(jiff::Timestamp::now())
+    }
+
+    /// A cycle held back by a limit: says why (`limit_reached`), opens nothing.
+    fn held(&self, held: Held) -> RunEnd {
+        self.events.emit(
+            Scope::default(),
+            Event::LimitReached {
+                limit: held.by.as_str().to_owned(),
+                message: held.message,
+            },
+        );
+        RunEnd::Held(held.by)
+    }
+
     async fn cycle(
         &mut self,
         cycle: u32,
@@ -732,11 +788,32 @@ impl Runner<'_> {
         forge: &dyn Forge,
     ) -> Result<RunEnd, RunError> {
         let config = self.config;
+        // Outside the operator's schedule nothing is cloned either.
+        if let Some(held) = self.outside_operator_schedule() {
+            return Ok(self.held(held));
+        }
         let (workspace, settings, reusable) = match self.conversation.first.take() {
             Some(first) => first,
             None => self.prepare(cycle).await?,
         };
         let base = workspace.base_branch().to_owned();
+        if settings.dashboard {
+            self.dashboard = Some(DashboardPlan {
+                base: base.clone(),
+                label: settings.label.clone(),
+                limits: settings.limits.clone(),
+            });
+        }
+        let held = settings
+            .limits
+            .check(forge, &base, &self.pull_requests, jiff::Timestamp::now())
+            .await
+            .map_err(|error| {
+                RunError::Failure(anyhow::Error::new(error).context("checking pr_limit and pr_hourly_limit"))
+            })?;
+        if let Some(held) = held {
+            return Ok(self.held(held));
+        }
         self.events.emit(
             Scope {
                 cycle: Some(cycle),

@@ -36,7 +36,7 @@ pub struct TeamParts<'a> {
     /// The repository's agent instructions file (AGENTS.md or the like), for the reviewer.
     pub agent_instructions: Option<&'a AgentInstructions>,
     /// Where warnings about the agents' tools go (an agent's tool this run withholds).
-    pub notice: &'a dyn Fn(&str),
+    pub notice: &'a (dyn Fn(&str) + Sync),
 }
 
 pub struct Team<'a> {

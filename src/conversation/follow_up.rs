@@ -60,7 +60,7 @@ pub async fn start(
 
 /// The bot's open pull requests against `base` with maintainers' feedback waiting, oldest
 /// first. A pull request whose feedback cannot be read is skipped with a notice.
-pub async fn scan(forge: &dyn Forge, base: &str, notice: &dyn Fn(&str)) -> Vec<PullRequestFeedback> {
+pub async fn scan(forge: &dyn Forge, base: &str, notice: &(dyn Fn(&str) + Sync)) -> Vec<PullRequestFeedback> {
     if forge.name() != "github" {
         return Vec::new();
     }

@@ -70,7 +70,7 @@ pub async fn for_cycle(
     forge: &dyn Forge,
     workspace: &Workspace,
     answered: Option<&LocalQuestion>,
-    notice: &dyn Fn(&str),
+    notice: &(dyn Fn(&str) + Sync),
 ) -> Result<CycleWork, ConversationError> {
     let auth = GitAuth {
         token: config.github.token.clone(),

@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 
 use super::{
-    ClosedPullRequest, FeedbackAnswer, Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft,
-    PullRequestFeedback, TaskIssue, render_preview,
+    ClosedPullRequest, DashboardUpdate, FeedbackAnswer, Forge, ForgeError, OpenPullRequest, PullRequest,
+    PullRequestActivity, PullRequestDraft, PullRequestFeedback, TaskIssue, render_preview,
 };
 use crate::repo::Workspace;
 
@@ -76,5 +76,18 @@ impl Forge for DryRun {
             ));
         }
         Ok(would)
+    }
+
+    async fn pull_request_activity(
+        &self,
+        base: &str,
+        since: jiff::Timestamp,
+    ) -> Result<PullRequestActivity, ForgeError> {
+        self.inner.pull_request_activity(base, since).await
+    }
+
+    async fn update_dashboard(&self, _body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
+        // Writes nothing; the run says what it would have written.
+        Ok(None)
     }
 }

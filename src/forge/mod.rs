@@ -127,6 +127,23 @@ impl TaskIssue {
     }
 }
 
+/// The bot's pull requests as the fleet limits count them (DESIGN section 13), by branch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PullRequestActivity {
+    /// Open bot pull requests, whatever their base.
+    pub open: Vec<String>,
+    /// Bot pull requests opened since the moment asked about, open or not; `None` when the
+    /// forge does not record when a pull request was opened.
+    pub opened_since: Option<Vec<String>>,
+}
+
+/// What [`Forge::update_dashboard`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DashboardUpdate {
+    Created(String),
+    Updated(String),
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
     /// Credentials are missing or were refused: nothing the model can do about it.
@@ -210,6 +227,26 @@ pub trait Forge: Send + Sync {
     /// Answers the feedback a follow-up commit addressed; returns where each answer went.
     async fn answer_feedback(&self, _answer: &FeedbackAnswer) -> Result<Vec<String>, ForgeError> {
         Ok(Vec::new())
+    }
+
+    /// The bot's pull requests for `pr_limit` and `pr_hourly_limit` (section 13). By default:
+    /// the open ones against `base`, with no record of when they were opened.
+    async fn pull_request_activity(
+        &self,
+        base: &str,
+        _since: jiff::Timestamp,
+    ) -> Result<PullRequestActivity, ForgeError> {
+        let open = self.open_pull_requests(base).await?;
+        Ok(PullRequestActivity {
+            open: open.into_iter().map(|pull_request| pull_request.branch).collect(),
+            opened_since: None,
+        })
+    }
+
+    /// Writes `body` into the repository's one dashboard issue (section 13), creating it the
+    /// first time. `None`: this forge keeps no dashboard.
+    async fn update_dashboard(&self, _body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
+        Ok(None)
     }
 }
 

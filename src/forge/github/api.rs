@@ -52,6 +52,13 @@ pub struct Answer {
     next: Option<String>,
 }
 
+impl Answer {
+    /// The `rel="next"` page of a list, for listings that page further than [`Api::list`].
+    pub fn next_page(&self) -> Option<&str> {
+        self.next.as_deref()
+    }
+}
+
 /// The headers an error message may need.
 #[derive(Debug, Default)]
 struct ResponseMeta {

@@ -12,16 +12,20 @@ use async_trait::async_trait;
 use secrecy::SecretString;
 use serde_json::json;
 
+mod activity;
 pub mod api;
+pub mod dashboard;
 mod json;
+pub mod org;
 mod reviews;
 
 use api::{Api, Method, encode, parse_list, parse_object};
 use json::{CommentJson, HeadJson, IssueJson, PullJson, UserJson, timestamp};
 
 use super::{
-    ClosedPullRequest, FeedbackAnswer, Forge, ForgeError, IssueComment, OWN_QUESTION_AUTHOR, OpenPullRequest,
-    PullRequest, PullRequestDraft, PullRequestFeedback, Role, TaskIssue, body_with_issue,
+    ClosedPullRequest, DashboardUpdate, FeedbackAnswer, Forge, ForgeError, IssueComment, OWN_QUESTION_AUTHOR,
+    OpenPullRequest, PullRequest, PullRequestActivity, PullRequestDraft, PullRequestFeedback, Role, TaskIssue,
+    body_with_issue,
 };
 use crate::config::GitHubSettings;
 use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
@@ -419,6 +423,18 @@ impl Forge for GitHubForge {
 
     async fn answer_feedback(&self, answer: &FeedbackAnswer) -> Result<Vec<String>, ForgeError> {
         self.answer(answer).await
+    }
+
+    async fn pull_request_activity(
+        &self,
+        _base: &str,
+        since: jiff::Timestamp,
+    ) -> Result<PullRequestActivity, ForgeError> {
+        self.activity(since).await
+    }
+
+    async fn update_dashboard(&self, body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
+        self.write_dashboard(body).await.map(Some)
     }
 }
 

@@ -36,6 +36,10 @@ fn shipped_files() -> Vec<(String, String)> {
             "upkeep init's workflow".to_owned(),
             upkeep::init::WORKFLOW_TEMPLATE.to_owned(),
         ),
+        (
+            "upkeep init --fleet's workflow".to_owned(),
+            upkeep::init::FLEET_WORKFLOW_TEMPLATE.to_owned(),
+        ),
     ];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows");
     let mut paths: Vec<_> = std::fs::read_dir(&dir)

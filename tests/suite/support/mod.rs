@@ -7,7 +7,9 @@ pub mod agents;
 pub mod conformance;
 pub mod git_http;
 pub mod github;
+pub mod github_bodies;
 pub mod github_conformance;
+pub mod github_fleet;
 pub mod model_api;
 
 use std::path::{Path, PathBuf};

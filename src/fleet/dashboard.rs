@@ -1,0 +1,192 @@
+//! `dashboard = true`: after every run, the repository's "upkeep dashboard" issue says what the
+//! bot is doing there: its open pull requests, the questions waiting for an answer, the pending
+//! tasks, the limits, and the last run's outcome and cost (DESIGN section 13).
+//!
+//! Everything shown is read from the forge at the end of the run (nothing is remembered
+//! between runs), so whichever worker ran last wrote a complete picture. Forge text is never
+//! copied into the issue: issues and pull requests appear as `#N` references (GitHub renders
+//! their titles), bot branches by name, and the run's error as one escaped line, so nothing
+//! anyone wrote in an issue can mention people or inject Markdown through the dashboard.
+//! How the issue is found and kept single is the forge's business
+//! ([`crate::forge::github::dashboard`]). A dashboard that cannot be written is a warning: the
+//! run's own work is done.
+
+use std::fmt::Write as _;
+
+use super::limits::Limits;
+use crate::events::{Event, EventSink, Scope};
+use crate::forge::{DashboardUpdate, Forge, OWN_QUESTION_AUTHOR, OpenPullRequest, TaskIssue};
+use crate::orchestrator::RunSummary;
+
+/// Longest error text shown.
+const MAX_ERROR_CHARS: usize = 300;
+
+/// What the dashboard needs from the run's last cycle.
+#[derive(Debug, Clone)]
+pub struct DashboardPlan {
+    pub base: String,
+    pub label: String,
+    pub limits: Limits,
+}
+
+/// Updates the dashboard issue and says what happened.
+pub async fn update(forge: &dyn Forge, plan: &DashboardPlan, summary: &RunSummary, events: &EventSink) {
+    let state = match read_state(forge, plan).await {
+        Ok(state) => state,
+        Err(error) => {
+            events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}"));
+            return;
+        }
+    };
+    // Whatever went into it (an error message), no secret leaves through the issue.
+    let body = events
+        .redactor()
+        .redact(&render(plan, &state, summary, jiff::Timestamp::now()));
+    match forge.update_dashboard(&body).await {
+        Ok(Some(update)) => {
+            let (url, action) = match update {
+                DashboardUpdate::Created(url) => (url, "created"),
+                DashboardUpdate::Updated(url) => (url, "updated"),
+            };
+            events.emit(
+                Scope::default(),
+                Event::Dashboard {
+                    url,
+                    action: action.to_owned(),
+                },
+            );
+        }
+        Ok(None) => {
+            events.say("upkeep: no dashboard written: dry runs write none, and only the github forge keeps one")
+        }
+        Err(error) => events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}")),
+    }
+}
+
+/// What the forge shows now.
+pub struct ForgeState {
+    pub open: Vec<OpenPullRequest>,
+    pub issues: Vec<TaskIssue>,
+    pub opened_last_hour: Option<usize>,
+}
+
+async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeState, crate::forge::ForgeError> {
+    let open = forge.open_pull_requests(&plan.base).await?;
+    let issues = forge.task_issues(&plan.label).await?;
+    let hour_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1);
+    let opened_last_hour = forge
+        .pull_request_activity(&plan.base, hour_ago)
+        .await?
+        .opened_since
+        .map(|branches| branches.len());
+    Ok(ForgeState {
+        open,
+        issues,
+        opened_last_hour,
+    })
+}
+
+/// Inline code that cannot be closed early or span lines.
+fn code(text: &str) -> String {
+    format!("`{}`", text.replace('`', "'").replace(['\n', '\r'], " "))
+}
+
+fn reference(number: Option<u64>, branch: &str) -> String {
+    match number {
+        Some(number) => format!("#{number} ({})", code(branch)),
+        None => code(branch),
+    }
+}
+
+/// The issue's body (the marker is the forge's to add).
+pub fn render(plan: &DashboardPlan, state: &ForgeState, summary: &RunSummary, now: jiff::Timestamp) -> String {
+    let mut text = String::from(
+        "## upkeep dashboard\n\nupkeep rewrites this issue after every run on this repository; edits here are overwritten.\n\n",
+    );
+    let _ = writeln!(text, "### Last run\n");
+    let _ = writeln!(
+        text,
+        "- {} (exit code {}) at {}",
+        code(&summary.outcome),
+        summary.status.code(),
+        now.round(jiff::Unit::Second).unwrap_or(now)
+    );
+    let _ = writeln!(
+        text,
+        "- {} cycle(s), {} input + {} output tokens, ${:.4}",
+        summary.cycles, summary.usage.input_tokens, summary.usage.output_tokens, summary.cost_usd
+    );
+    for pull_request in &summary.pull_requests {
+        let verb = if pull_request.updated { "updated" } else { "opened" };
+        let _ = writeln!(
+            text,
+            "- {verb} {}",
+            reference(pull_request.number, &pull_request.branch)
+        );
+    }
+    if let Some(error) = &summary.error {
+        let line = error.lines().next().unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "- error: {}",
+            code(&crate::text::marked(
+                crate::text::prefix_chars(line, MAX_ERROR_CHARS),
+                "…"
+            ))
+        );
+    }
+
+    let _ = writeln!(text, "\n### Open pull requests\n");
+    list(&mut text, state.open.iter().map(|pr| reference(pr.number, &pr.branch)));
+
+    let waiting: Vec<&TaskIssue> = state
+        .issues
+        .iter()
+        .filter(|issue| issue.comments.last().is_some_and(|c| c.author == OWN_QUESTION_AUTHOR))
+        .collect();
+    let _ = writeln!(text, "\n### Questions waiting for an answer\n");
+    list(&mut text, waiting.iter().map(|issue| format!("#{}", issue.number)));
+
+    let pending = state.issues.iter().filter(|issue| {
+        let prefix = format!("{}{}-", crate::repo::BOT_BRANCH_PREFIX, issue.number);
+        !waiting.iter().any(|w| w.number == issue.number) && !state.open.iter().any(|pr| pr.branch.starts_with(&prefix))
+    });
+    let _ = writeln!(text, "\n### Pending tasks (issues labelled {})\n", code(&plan.label));
+    list(&mut text, pending.map(|issue| format!("#{}", issue.number)));
+
+    let _ = writeln!(text, "\n### Limits\n");
+    let limit = |value: Option<u32>| value.map_or_else(|| "no limit".to_owned(), |v| v.to_string());
+    let _ = writeln!(
+        text,
+        "- open bot pull requests: {} (`pr_limit`: {})",
+        state.open.len(),
+        limit(plan.limits.pr_limit)
+    );
+    let hourly = state
+        .opened_last_hour
+        .map_or_else(|| "unknown".to_owned(), |n| n.to_string());
+    let _ = writeln!(
+        text,
+        "- opened in the last hour: {hourly} (`pr_hourly_limit`: {})",
+        limit(plan.limits.pr_hourly_limit)
+    );
+    for schedule in &plan.limits.schedules {
+        let _ = writeln!(text, "- schedule: {}", code(&schedule.describe()));
+    }
+    text
+}
+
+fn list(text: &mut String, items: impl Iterator<Item = String>) {
+    let mut any = false;
+    for item in items {
+        any = true;
+        let _ = writeln!(text, "- {item}");
+    }
+    if !any {
+        let _ = writeln!(text, "- none");
+    }
+}
+
+#[cfg(test)]
+#[path = "dashboard_tests.rs"]
+mod tests;

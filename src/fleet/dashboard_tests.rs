@@ -1,0 +1,92 @@
+use super::*;
+use crate::exit::ExitStatus;
+use crate::forge::{IssueComment, PullRequest};
+
+fn issue(number: u64, title: &str, comments: &[(&str, &str)]) -> TaskIssue {
+    TaskIssue {
+        number,
+        title: title.to_owned(),
+        body: String::new(),
+        comments: comments
+            .iter()
+            .map(|(author, body)| IssueComment::new(*author, *body))
+            .collect(),
+        updated_at: None,
+    }
+}
+
+#[test]
+fn the_dashboard_lists_work_without_copying_forge_text() {
+    let plan = DashboardPlan {
+        base: "main".into(),
+        label: "upkeep".into(),
+        limits: Limits {
+            pr_limit: Some(5),
+            pr_hourly_limit: None,
+            schedules: Vec::new(),
+        },
+    };
+    let state = ForgeState {
+        open: vec![OpenPullRequest {
+            number: Some(12),
+            branch: "upkeep/12-fix-typo".into(),
+            title: "@everyone look <img src=x>".into(),
+            url: "https://github.com/o/r/pull/12".into(),
+            task_key: None,
+        }],
+        issues: vec![
+            issue(12, "Fix typo", &[]),
+            issue(
+                7,
+                "Rename @alice's module",
+                &[("alice", "please"), (OWN_QUESTION_AUTHOR, "Which name?")],
+            ),
+            issue(9, "Add docs", &[(OWN_QUESTION_AUTHOR, "Where?"), ("bob", "in docs/")]),
+        ],
+        opened_last_hour: Some(1),
+    };
+    let summary = RunSummary {
+        status: ExitStatus::Done,
+        outcome: "pull_request".into(),
+        cycles: 1,
+        turns: 2,
+        usage: crate::llm::Usage {
+            input_tokens: 1200,
+            output_tokens: 300,
+            ..crate::llm::Usage::default()
+        },
+        cost_usd: 0.0123,
+        pull_requests: vec![PullRequest {
+            url: "https://github.com/o/r/pull/12".into(),
+            number: Some(12),
+            branch: "upkeep/12-fix-typo".into(),
+            title: "Fix typo".into(),
+            updated: false,
+            task_key: None,
+            preview: None,
+            answers: Vec::new(),
+        }],
+        question: None,
+        error: Some("GitHub said `no`\nsecond line".into()),
+        unsaved_changes: Vec::new(),
+    };
+    let now: jiff::Timestamp = "2024-01-02T03:04:05Z".parse().expect("timestamp");
+    let text = render(&plan, &state, &summary, now);
+    for expected in [
+        "- `pull_request` (exit code 0) at 2024-01-02T03:04:05Z",
+        "- 1 cycle(s), 1200 input + 300 output tokens, $0.0123",
+        "- opened #12 (`upkeep/12-fix-typo`)",
+        "- error: `GitHub said 'no'`",
+        "### Open pull requests\n\n- #12 (`upkeep/12-fix-typo`)\n",
+        "### Questions waiting for an answer\n\n- #7\n",
+        "### Pending tasks (issues labelled `upkeep`)\n\n- #9\n",
+        "- open bot pull requests: 1 (`pr_limit`: 5)",
+        "- opened in the last hour: 1 (`pr_hourly_limit`: no limit)",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+    // Titles, comments and the pull request's title never reach the issue.
+    for forbidden in ["@everyone", "<img", "@alice", "Which name?", "second line"] {
+        assert!(!text.contains(forbidden), "{forbidden:?} in\n{text}");
+    }
+}

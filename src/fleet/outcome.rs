@@ -1,0 +1,132 @@
+//! How each repository of a fleet ended, and the fleet's exit code: the worst per-repository
+//! outcome, in this order (worst first):
+//!
+//! | exit | a repository ... |
+//! |---|---|
+//! | 130 | was interrupted (or never started because of the interrupt) |
+//! | 1 | failed (network, git, provider, a crash of its run) |
+//! | 2 | had a usage or configuration error (its entry, its `.upkeep.toml`) |
+//! | 4 | was cut short by a budget, its own or `--fleet-max-cost` |
+//! | 3 | asked a question: a human must answer |
+//! | 0 | finished: pull request, nothing to do, or held back by a limit or the schedule |
+//!
+//! Why this order: an interrupted fleet did not cover its repositories at all; a failure means
+//! upkeep could not do its job and may hit every repository alike; a configuration error is one
+//! repository's to fix; a budget stop is expected from time to time; a question is a normal
+//! step of the work. A fleet-wide usage error (bad flags, an unreadable list) exits 2 before
+//! any repository starts.
+
+use serde::Serialize;
+
+use crate::exit::ExitStatus;
+use crate::llm::Usage;
+use crate::orchestrator::RunSummary;
+
+/// Rank in the fleet's order: higher is worse.
+pub fn severity(status: ExitStatus) -> u8 {
+    match status {
+        ExitStatus::Done => 0,
+        ExitStatus::Question => 1,
+        ExitStatus::Budget => 2,
+        ExitStatus::Usage => 3,
+        ExitStatus::Failure => 4,
+        ExitStatus::Interrupted => 5,
+    }
+}
+
+/// The fleet's exit status: the worst of its repositories' (done for an empty fleet).
+pub fn worst(outcomes: &[RepoOutcome]) -> ExitStatus {
+    outcomes
+        .iter()
+        .map(|outcome| outcome.status)
+        .max_by_key(|status| severity(*status))
+        .unwrap_or(ExitStatus::Done)
+}
+
+/// One repository's line of the table and of `fleet_finished.outcomes`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepoOutcome {
+    pub repo: String,
+    /// `run_finished.outcome`, or `not_started` / `fleet_budget` for a repository whose run
+    /// never began (interrupt, `--fleet-max-cost` spent).
+    pub outcome: String,
+    pub exit_code: u8,
+    /// URLs of the pull requests opened or updated.
+    pub pull_requests: Vec<String>,
+    /// Questions asked (0 or 1: a question ends the run).
+    pub questions: u32,
+    pub cost_usd: f64,
+    pub usage: Usage,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip)]
+    pub status: ExitStatus,
+}
+
+impl RepoOutcome {
+    pub fn from_summary(repo: &str, summary: &RunSummary) -> Self {
+        RepoOutcome {
+            repo: repo.to_owned(),
+            outcome: summary.outcome.clone(),
+            exit_code: summary.status.code(),
+            pull_requests: summary
+                .pull_requests
+                .iter()
+                .map(|pull_request| pull_request.url.clone())
+                .collect(),
+            questions: u32::from(summary.question.is_some()),
+            cost_usd: summary.cost_usd,
+            usage: summary.usage,
+            error: summary.error.clone(),
+            status: summary.status,
+        }
+    }
+
+    /// A repository whose run never started.
+    pub fn not_run(repo: &str, outcome: &str, status: ExitStatus, error: Option<String>) -> Self {
+        RepoOutcome {
+            repo: repo.to_owned(),
+            outcome: outcome.to_owned(),
+            exit_code: status.code(),
+            pull_requests: Vec::new(),
+            questions: 0,
+            cost_usd: 0.0,
+            usage: Usage::default(),
+            error,
+            status,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worst_outcome_decides_in_the_documented_order() {
+        let with = |statuses: &[ExitStatus]| {
+            let outcomes: Vec<RepoOutcome> = statuses
+                .iter()
+                .map(|status| RepoOutcome::not_run("o/r", "x", *status, None))
+                .collect();
+            worst(&outcomes)
+        };
+        let order = [
+            ExitStatus::Done,
+            ExitStatus::Question,
+            ExitStatus::Budget,
+            ExitStatus::Usage,
+            ExitStatus::Failure,
+            ExitStatus::Interrupted,
+        ];
+        for (rank, status) in order.iter().enumerate() {
+            assert_eq!(with(&order[..=rank]), *status);
+            assert_eq!(with(&[*status, ExitStatus::Done]), *status);
+        }
+        assert_eq!(with(&[]), ExitStatus::Done);
+        assert_eq!(
+            with(&[ExitStatus::Usage, ExitStatus::Failure, ExitStatus::Question]),
+            ExitStatus::Failure
+        );
+    }
+}

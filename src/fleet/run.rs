@@ -1,0 +1,340 @@
+//! `upkeep fleet`: the repositories of a list or an organisation, this worker's shard of them,
+//! each run as its own `upkeep run`, `--jobs` at a time.
+//!
+//! Guarantees:
+//! - Isolation: every repository's run is [`orchestrator::run`] with a [`Config`] of its own
+//!   (its clone and temporary directories, its budgets, its `.upkeep.toml`), exactly as
+//!   `upkeep run --repo` would resolve it; the fleet adds only the `repo` tag on its events
+//!   and the share of `--fleet-max-cost` it may spend ([`super::budget`]).
+//! - One repository's failure never stops the others: a configuration error, a failed run,
+//!   even a crash of its task becomes that repository's outcome, and the fleet goes on.
+//! - An interrupt stops every run (they share the cancellation token, and each removes its
+//!   clone before it reports), starts no new one, and the fleet exits 130 once all have
+//!   reported.
+//! - Bad fleet input (flags, the list file, the shard) is a usage error before any repository
+//!   starts (exit 2); an organisation that cannot be listed is a failure (exit 1).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::budget::{FleetBudget, Share};
+use super::list::{self, FleetEntry};
+use super::outcome::{self, RepoOutcome};
+use super::report;
+use super::shard::Shard;
+use crate::cli::{FleetArgs, RunArgs};
+use crate::config::{Config, ConfigError, GitHubSettings};
+use crate::events::{Event, EventSink, Scope, Verbosity};
+use crate::exit::ExitStatus;
+use crate::orchestrator;
+use crate::secrets::Redactor;
+
+/// `--jobs` when not given: enough to overlap the runs' waiting on the model and the network,
+/// few enough to stay well inside the providers' and GitHub's rate limits.
+pub const DEFAULT_JOBS: u32 = 4;
+
+/// Why a fleet could not start.
+#[derive(Debug, thiserror::Error)]
+enum FleetError {
+    #[error("{0}")]
+    Usage(#[from] ConfigError),
+    #[error("{0}")]
+    Failure(String),
+}
+
+/// What this worker runs.
+struct FleetPlan {
+    entries: Vec<FleetEntry>,
+    listed: usize,
+    shard: Option<Shard>,
+    jobs: usize,
+    fleet_max_cost: Option<f64>,
+}
+
+/// Runs the fleet; returns the worst repository's exit status (see [`super::outcome`]).
+pub async fn run(args: &FleetArgs, cancel: CancellationToken) -> ExitStatus {
+    let events = match fleet_events(&args.run) {
+        Ok(events) => events,
+        Err(error) => return report::start_failed(None, &FleetError::Usage(error).to_string(), ExitStatus::Usage),
+    };
+    let plan = match plan(args).await {
+        Ok(plan) => plan,
+        Err(FleetError::Usage(error)) => {
+            return report::start_failed(Some(&events), &error.to_string(), ExitStatus::Usage);
+        }
+        Err(error @ FleetError::Failure(_)) => {
+            return report::start_failed(Some(&events), &error.to_string(), ExitStatus::Failure);
+        }
+    };
+    let shard_text = plan.shard.map(|shard| format!(" (shard {shard})")).unwrap_or_default();
+    events.say(&format!(
+        "upkeep fleet: {} of {} repositories{shard_text}, {} at a time",
+        plan.entries.len(),
+        plan.listed,
+        plan.jobs
+    ));
+    let actions = report::ActionsReport::from_env();
+    let outcomes = {
+        // Inside Actions, nothing the runs print (model text, issue text) may act on the job.
+        let _paused = actions.as_ref().map(|_| crate::actions::pause_workflow_commands());
+        execute(&plan, &args.run, &cancel).await
+    };
+    report::finished(&events, actions.as_ref(), plan.shard, &outcomes, args.run.json)
+}
+
+/// The fleet's own event sink: `fleet_finished` on stdout (`--json`) and in the trace.
+fn fleet_events(run: &RunArgs) -> Result<EventSink, ConfigError> {
+    let trace = run.trace.as_deref().map(orchestrator::open_trace).transpose()?;
+    let verbosity = if run.quiet { Verbosity::Quiet } else { Verbosity::Normal };
+    Ok(EventSink::new(Redactor::from_env(), run.json, trace, verbosity))
+}
+
+async fn plan(args: &FleetArgs) -> Result<FleetPlan, FleetError> {
+    // `--repo` is `run`'s; the action and scripts may still set UPKEEP_REPO, which is ignored.
+    let from_environment = std::env::var("UPKEEP_REPO").ok();
+    if !args.run.repo.is_empty() && from_environment.as_deref() != Some(args.run.repo.as_str()) {
+        return Err(ConfigError::key("--repo", "`upkeep fleet` takes --repos FILE or --org ORG").into());
+    }
+    if let Some(cost) = args.fleet_max_cost {
+        if !(cost.is_finite() && cost > 0.0) {
+            return Err(ConfigError::key("--fleet-max-cost", "must be a positive number of US dollars").into());
+        }
+    }
+    let shard = args
+        .shard
+        .as_deref()
+        .map(str::parse::<Shard>)
+        .transpose()
+        .map_err(ConfigError)?;
+    let github = GitHubSettings::from_env();
+    let entries = match (&args.repos, &args.org) {
+        (Some(path), _) => list::read_list(path, &github.server_url)?,
+        (None, Some(org)) => {
+            let org = org.trim();
+            if org.is_empty() || org.contains('/') {
+                return Err(ConfigError::key("--org", format!("{org:?} is not an organisation name")).into());
+            }
+            let listing = crate::forge::github::org::list_repositories(&github, org, &args.topic)
+                .await
+                .map_err(|error| FleetError::Failure(format!("listing the repositories of {org}: {error}")))?;
+            tracing::info!(
+                "{org}: {} repositories; skipped {} archived, {} forks, {} without the topic",
+                listing.repositories.len(),
+                listing.skipped_archived,
+                listing.skipped_forks,
+                listing.skipped_without_topic
+            );
+            listing
+                .repositories
+                .iter()
+                .map(|full_name| list::github_entry(full_name, &github.server_url))
+                .collect()
+        }
+        (None, None) => return Err(ConfigError("upkeep fleet needs --repos FILE or --org ORG".into()).into()),
+    };
+    let (entries, repeated) = list::dedupe(entries);
+    for name in repeated {
+        tracing::warn!("{name} is listed more than once; it runs once");
+    }
+    let listed = entries.len();
+    let entries = entries
+        .into_iter()
+        .filter(|entry| shard.is_none_or(|shard| shard.contains(&entry.key)))
+        .collect();
+    Ok(FleetPlan {
+        entries,
+        listed,
+        shard,
+        jobs: args.jobs.unwrap_or(DEFAULT_JOBS) as usize,
+        fleet_max_cost: args.fleet_max_cost,
+    })
+}
+
+/// Runs every repository of the plan, `jobs` at a time, and returns their outcomes in the
+/// plan's order.
+async fn execute(plan: &FleetPlan, defaults: &RunArgs, cancel: &CancellationToken) -> Vec<RepoOutcome> {
+    let slots = Arc::new(Semaphore::new(plan.jobs));
+    let budget = Arc::new(FleetBudget::new(plan.fleet_max_cost));
+    let mut outcomes: Vec<Option<RepoOutcome>> = vec![None; plan.entries.len()];
+    let mut running = JoinSet::new();
+    // Which repository each task runs, so a task that crashes is reported as that repository's.
+    let mut tasks: HashMap<tokio::task::Id, usize> = HashMap::new();
+    for (index, entry) in plan.entries.iter().enumerate() {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot,
+            () = cancel.cancelled() => break,
+        };
+        let Ok(slot) = slot else { break };
+        if cancel.is_cancelled() {
+            break;
+        }
+        let share = budget.reserve(slots.available_permits() + 1);
+        if share == Share::Exhausted {
+            outcomes[index] = Some(RepoOutcome::not_run(
+                &entry.display,
+                "fleet_budget",
+                ExitStatus::Budget,
+                Some("--fleet-max-cost is spent; not started".into()),
+            ));
+            continue;
+        }
+        let (entry, defaults, cancel, budget) = (entry.clone(), defaults.clone(), cancel.clone(), Arc::clone(&budget));
+        let task = running.spawn(async move {
+            // Settled and freed on every way out of the task, a crash included.
+            let _slot = slot;
+            let settle = SettleOnDrop {
+                budget,
+                share,
+                spent: 0.0,
+            };
+            let outcome = run_repository(&entry, defaults, share, cancel).await;
+            settle.with(outcome.cost_usd);
+            (index, outcome)
+        });
+        tasks.insert(task.id(), index);
+        while let Some(done) = running.try_join_next() {
+            record(&mut outcomes, &plan.entries, &tasks, done);
+        }
+    }
+    while let Some(done) = running.join_next().await {
+        record(&mut outcomes, &plan.entries, &tasks, done);
+    }
+    outcomes
+        .into_iter()
+        .zip(&plan.entries)
+        .map(|(outcome, entry)| {
+            outcome.unwrap_or_else(|| {
+                RepoOutcome::not_run(
+                    &entry.display,
+                    "not_started",
+                    ExitStatus::Interrupted,
+                    Some("interrupted before this repository started".into()),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Returns a run's share to the fleet budget when the task ends, however it ends.
+struct SettleOnDrop {
+    budget: Arc<FleetBudget>,
+    share: Share,
+    spent: f64,
+}
+
+impl SettleOnDrop {
+    fn with(mut self, spent: f64) {
+        self.spent = spent;
+    }
+}
+
+impl Drop for SettleOnDrop {
+    fn drop(&mut self) {
+        self.budget.settle(self.share, self.spent);
+    }
+}
+
+fn record(
+    outcomes: &mut [Option<RepoOutcome>],
+    entries: &[FleetEntry],
+    tasks: &HashMap<tokio::task::Id, usize>,
+    done: Result<(usize, RepoOutcome), tokio::task::JoinError>,
+) {
+    match done {
+        Ok((index, outcome)) => outcomes[index] = Some(outcome),
+        Err(error) => {
+            let Some(&index) = tasks.get(&error.id()) else {
+                tracing::error!("a repository's run crashed: {error}");
+                return;
+            };
+            let repo = &entries[index].display;
+            tracing::error!("the run of {repo} crashed: {error}");
+            outcomes[index] = Some(RepoOutcome::not_run(
+                repo,
+                "error",
+                ExitStatus::Failure,
+                Some(format!("the run crashed: {error}")),
+            ));
+        }
+    }
+}
+
+/// One repository's run, as `upkeep run` with the fleet's options, the entry's own, and the
+/// fleet budget's share.
+async fn run_repository(entry: &FleetEntry, mut args: RunArgs, share: Share, cancel: CancellationToken) -> RepoOutcome {
+    args.repo.clone_from(&entry.repo_arg);
+    // `--keep-clone DIR` keeps each repository's clones in a folder of its own under DIR.
+    if let Some(dir) = args.keep_clone.take() {
+        let folder: String = entry
+            .key
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        args.keep_clone = Some(dir.join(folder.trim_start_matches('.')));
+    }
+    let resolved = entry.overrides.apply(&mut args).and_then(|()| {
+        if let Share::Capped(cap) = share {
+            args.max_cost = Some(args.max_cost.map_or(cap, |own| own.min(cap)));
+        }
+        Config::from_args(&args)
+    });
+    let mut config = match resolved {
+        Ok(config) => config,
+        Err(error) => {
+            let summary = orchestrator::RunSummary::usage_error(&error);
+            report::repository_usage_error(&args, &entry.display, &summary);
+            return RepoOutcome::from_summary(&entry.display, &summary);
+        }
+    };
+    config.fleet_member = Some(entry.display.clone());
+    if let Share::Capped(cap) = share {
+        eprintln!(
+            "[{}] upkeep: --fleet-max-cost: this repository may spend up to ${cap:.4} (as its --max-cost)",
+            crate::text::escape_terminal(&entry.display)
+        );
+    }
+    for warning in crate::preflight::local_warnings(&config) {
+        eprintln!(
+            "[{}] upkeep: warning: {}",
+            crate::text::escape_terminal(&entry.display),
+            crate::text::escape_terminal(&warning)
+        );
+    }
+    let summary = orchestrator::run(config, cancel).await;
+    RepoOutcome::from_summary(&entry.display, &summary)
+}
+
+/// The `fleet_finished` event.
+pub(super) fn finished_event(outcomes: &[RepoOutcome], status: ExitStatus) -> Event {
+    let mut usage = crate::llm::Usage::default();
+    for outcome in outcomes {
+        usage += outcome.usage;
+    }
+    Event::FleetFinished {
+        repos: outcomes.len(),
+        outcomes: outcomes.to_vec(),
+        usage,
+        cost_usd: super::table::total_cost(outcomes),
+        exit_code: status.code(),
+    }
+}
+
+/// The fleet's exit status.
+pub(super) fn fleet_status(outcomes: &[RepoOutcome]) -> ExitStatus {
+    outcome::worst(outcomes)
+}
+
+/// Emits an event with no cycle or turn.
+pub(super) fn emit(events: &EventSink, event: Event) {
+    events.emit(Scope::default(), event);
+}
