@@ -13,6 +13,24 @@ use super::support::conformance::{Api, assert_requests_conform};
 use super::support::model_api::{model_server, openai_sequence, openai_stream, openai_usage, run_against, streamed};
 use super::support::{RunOutput, TestRepo, Upkeep, finish, reply, signal_and_wait};
 
+/// An operator's agent whose answer must be `{summary, modules_seen}`.
+const MAPPER: &str = r#"
+[[agents]]
+name = "mapper"
+description = "Maps the files"
+instructions = "List the files with a summary."
+tools = ["list_files"]
+[agents.output_schema]
+type = "object"
+required = ["summary", "modules_seen"]
+additionalProperties = false
+[agents.output_schema.properties.summary]
+type = "string"
+[agents.output_schema.properties.modules_seen]
+type = "array"
+items = { type = "string" }
+"#;
+
 fn delegate_result(out: &RunOutput) -> Value {
     of_agent(out, "tool_result", "root")
         .into_iter()
@@ -266,26 +284,9 @@ fn a_sub_agent_out_of_turns_gives_the_caller_an_error_to_act_on() {
 
 #[test]
 fn an_answer_that_does_not_match_the_output_schema_goes_back_to_the_sub_agent() {
-    let config = OperatorConfig::new(
-        r#"
-[[agents]]
-name = "mapper"
-description = "Maps the files"
-instructions = "List the files with a summary."
-tools = ["list_files"]
-[agents.output_schema]
-type = "object"
-required = ["summary", "files"]
-additionalProperties = false
-[agents.output_schema.properties.summary]
-type = "string"
-[agents.output_schema.properties.files]
-type = "array"
-items = { type = "string" }
-"#,
-    );
+    let config = OperatorConfig::new(MAPPER);
     let repo = TestRepo::new();
-    let good = json!({"summary": "two files", "files": ["README.md", "src/lib.rs"]});
+    let good = json!({"summary": "two files", "modules_seen": ["README.md", "src/lib.rs"]});
     let lines = vec![
         line("root", delegate("mapper", "map the repository")),
         line("root>mapper", complete(json!({"summary": 5}))),
@@ -321,24 +322,7 @@ fn enforced_schema(api: Api, body: &Value) -> &Value {
 /// (the schema's fields) where the main agent's does not.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sub_agent_with_an_output_schema_sends_conforming_requests_on_every_api() {
-    let config = OperatorConfig::new(
-        r#"
-[[agents]]
-name = "mapper"
-description = "Maps the files"
-instructions = "List the files with a summary."
-tools = ["list_files"]
-[agents.output_schema]
-type = "object"
-required = ["summary", "modules_seen"]
-additionalProperties = false
-[agents.output_schema.properties.summary]
-type = "string"
-[agents.output_schema.properties.modules_seen]
-type = "array"
-items = { type = "string" }
-"#,
-    );
+    let config = OperatorConfig::new(MAPPER);
     for api in [Api::OpenAi, Api::Anthropic, Api::Gemini, Api::Ollama] {
         let repo = TestRepo::new();
         let answer = json!({"summary": "two files", "modules_seen": ["README.md", "src/lib.rs"]});

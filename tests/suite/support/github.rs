@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use super::git_http::GitHttpServer;
+use super::github_bodies as bodies;
 use super::github_conformance::{self as conformance, Body};
 use super::{TestRepo, Upkeep, git};
 
@@ -50,97 +51,26 @@ pub struct FakeGitHub {
     bare: PathBuf,
 }
 
+/// `simple-user`: a bot for `…[bot]` logins, else a user, with an id made from the login.
 pub fn user(login: &str) -> Value {
-    let id = login.bytes().map(u64::from).sum::<u64>() + 1000;
-    let kind = if login.ends_with("[bot]") { "Bot" } else { "User" };
-    let url = format!("{API}/users/{login}");
-    json!({
-        "login": login, "id": id, "node_id": format!("MDQ6VXNlcj{id}"), "avatar_url": format!("https://avatars.githubusercontent.com/u/{id}?v=4"),
-        "gravatar_id": "", "url": url, "html_url": format!("{WEB}/{login}"),
-        "followers_url": format!("{url}/followers"), "following_url": format!("{url}/following{{/other_user}}"),
-        "gists_url": format!("{url}/gists{{/gist_id}}"), "starred_url": format!("{url}/starred{{/owner}}{{/repo}}"),
-        "subscriptions_url": format!("{url}/subscriptions"), "organizations_url": format!("{url}/orgs"),
-        "repos_url": format!("{url}/repos"), "events_url": format!("{url}/events{{/privacy}}"),
-        "received_events_url": format!("{url}/received_events"), "type": kind, "site_admin": false,
-    })
+    bodies::simple_user(login, user_id(login), user_kind(login))
+}
+
+fn user_id(login: &str) -> u64 {
+    login.bytes().map(u64::from).sum::<u64>() + 1000
+}
+
+fn user_kind(login: &str) -> &'static str {
+    if login.ends_with("[bot]") { "Bot" } else { "User" }
 }
 
 fn public_user(login: &str) -> Value {
-    let mut value = user(login);
-    for (key, field) in [
-        ("name", Value::Null),
-        ("company", Value::Null),
-        ("blog", json!("")),
-        ("location", Value::Null),
-        ("email", Value::Null),
-        ("hireable", Value::Null),
-        ("bio", Value::Null),
-        ("public_repos", json!(2)),
-        ("public_gists", json!(0)),
-        ("followers", json!(0)),
-        ("following", json!(0)),
-        ("created_at", json!(TIME)),
-        ("updated_at", json!(TIME)),
-    ] {
-        value[key] = field;
-    }
-    value
+    bodies::public_user(login, user_id(login), user_kind(login))
 }
 
+/// `owner/name` as GitHub describes a full repository.
 pub fn repository() -> Value {
-    let url = format!("{API}/repos/{OWNER}/{NAME}");
-    let mut repo = json!({
-        "id": 1296269, "node_id": "MDEwOlJlcG9zaXRvcnkxMjk2MjY5", "name": NAME, "full_name": format!("{OWNER}/{NAME}"),
-        "owner": user(OWNER), "private": false, "html_url": format!("{WEB}/{OWNER}/{NAME}"), "description": null,
-        "fork": false, "url": url, "clone_url": format!("{WEB}/{OWNER}/{NAME}.git"),
-        "git_url": format!("git://github.com/{OWNER}/{NAME}.git"), "ssh_url": format!("git@github.com:{OWNER}/{NAME}.git"),
-        "svn_url": format!("{WEB}/{OWNER}/{NAME}"), "mirror_url": null, "homepage": null, "language": null,
-        "forks_count": 0, "forks": 0, "stargazers_count": 0, "watchers_count": 0, "watchers": 0, "size": 10,
-        "default_branch": "main", "open_issues_count": 0, "open_issues": 0, "has_issues": true, "has_projects": true,
-        "has_wiki": true, "has_pages": false, "has_downloads": true, "archived": false, "disabled": false,
-        "license": null, "pushed_at": TIME, "created_at": TIME, "updated_at": TIME,
-    });
-    for name in [
-        "archive",
-        "assignees",
-        "blobs",
-        "branches",
-        "collaborators",
-        "comments",
-        "commits",
-        "compare",
-        "contents",
-        "contributors",
-        "deployments",
-        "downloads",
-        "events",
-        "forks",
-        "git_commits",
-        "git_refs",
-        "git_tags",
-        "hooks",
-        "issue_comment",
-        "issue_events",
-        "issues",
-        "keys",
-        "labels",
-        "languages",
-        "merges",
-        "milestones",
-        "notifications",
-        "pulls",
-        "releases",
-        "stargazers",
-        "statuses",
-        "subscribers",
-        "subscription",
-        "tags",
-        "teams",
-        "trees",
-    ] {
-        repo[format!("{name}_url")] = json!(format!("{url}/{}", name.replace('_', "/")));
-    }
-    repo
+    bodies::repository(&format!("{OWNER}/{NAME}"), 1296269)
 }
 
 fn link(href: String) -> Value {
