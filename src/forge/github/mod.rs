@@ -1,8 +1,8 @@
 //! `--forge github`: bot branches are pushed to the GitHub repository over HTTPS, and pull
 //! requests, task issues and questions go through the REST API ([`api`]).
 //!
-//! - `publish` always looks for the branch's open pull request before creating one, so calling
-//!   it again after a failure never opens a second.
+//! - Publishing a pull request is in [`publish`]: never a second pull request for a branch,
+//!   never a force-push over someone else's commits.
 //! - Questions are issue comments carrying [`QUESTION_MARKER`]. Read back, a marked comment is
 //!   the bot's own question only when the bot's account wrote it (the account the token
 //!   belongs to), so a human's answer below it resumes the work on the next run and nobody else
@@ -17,6 +17,7 @@ pub mod api;
 pub mod dashboard;
 mod json;
 pub mod org;
+mod publish;
 mod reviews;
 
 use api::{Api, Method, encode, parse_list, parse_object};
@@ -25,11 +26,10 @@ use json::{CommentJson, HeadJson, IssueJson, PullJson, UserJson, timestamp};
 use super::{
     ClosedPullRequest, DashboardUpdate, FeedbackAnswer, Forge, ForgeError, IssueComment, OWN_QUESTION_AUTHOR,
     OpenPullRequest, PullRequest, PullRequestActivity, PullRequestDraft, PullRequestFeedback, Role, TaskIssue,
-    body_with_issue,
 };
 use crate::config::GitHubSettings;
-use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
-use crate::tools::branch::{parse_task_marker, task_marker};
+use crate::repo::{BOT_BRANCH_PREFIX, Workspace};
+use crate::tools::branch::parse_task_marker;
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
 pub const QUESTION_MARKER: &str = "<!-- upkeep:question -->";
@@ -138,62 +138,9 @@ impl GitHubForge {
         format!("{}/{}", self.server, self.repo())
     }
 
-    /// Refuses to rewrite pull request `number`'s branch when it holds commits the bot did not
-    /// make (author or committer other than the bot's email): a maintainer's fix-up pushed to
-    /// the bot's branch must never be lost to a force-push. The model can work the feedback on
-    /// top of them instead (`--pr`), or ask.
-    async fn refuse_overwriting_others(&self, number: u64) -> Result<(), ForgeError> {
-        let operation = format!("reading the commits of pull request #{number}");
-        let route = self.route(&format!("/pulls/{number}/commits?per_page={PER_PAGE}"));
-        let commits = self.api.list(&operation, route, usize::MAX).await?;
-        let bot = self.bot_email.as_deref().unwrap_or_default();
-        let by_bot = |user: &Option<json::GitUserJson>| {
-            user.as_ref()
-                .and_then(|user| user.email.as_deref())
-                .is_some_and(|email| !bot.is_empty() && email.eq_ignore_ascii_case(bot))
-        };
-        let foreign: Vec<String> = commits
-            .into_iter()
-            .filter_map(|value| serde_json::from_value::<json::PullCommitJson>(value).ok())
-            .filter(|commit| !(by_bot(&commit.commit.author) && by_bot(&commit.commit.committer)))
-            .map(|commit| {
-                let who = commit
-                    .commit
-                    .author
-                    .as_ref()
-                    .and_then(|author| author.email.clone())
-                    .unwrap_or_else(|| "someone".into());
-                let summary = commit.commit.message.lines().next().unwrap_or_default().to_owned();
-                let sha: String = commit.sha.chars().take(12).collect();
-                format!("{sha} by {who}: {}", crate::text::escape_control(&summary))
-            })
-            .collect();
-        if foreign.is_empty() {
-            return Ok(());
-        }
-        Err(ForgeError::Other(format!(
-            "pull request #{number} has commits upkeep did not make ({}), and updating it would force-push over them, so nothing was pushed. Ask a human with ask_question; a maintainer can have upkeep build on them with --pr {number}",
-            foreign.join("; ")
-        )))
-    }
-
     /// `/repos/{owner}/{name}{rest}`, joined to the API base by [`Api`].
     fn route(&self, rest: &str) -> String {
         format!("/repos/{}/{}{rest}", encode(&self.owner), encode(&self.name))
-    }
-
-    /// Open pull requests of this repository whose head is `branch`.
-    async fn find_open_pull_request(&self, branch: &str) -> Result<Option<PullJson>, ForgeError> {
-        let operation = format!("looking for an open pull request for {branch}");
-        let route = self.route(&format!(
-            "/pulls?state=open&head={}&per_page={PER_PAGE}",
-            encode(&format!("{}:{branch}", self.owner))
-        ));
-        let pulls = self.api.list(&operation, route, usize::MAX).await?;
-        Ok(pulls
-            .into_iter()
-            .filter_map(|value| serde_json::from_value::<PullJson>(value).ok())
-            .find(|pull| pull.head.ref_name == branch && self.is_this_repo(&pull.head)))
     }
 
     fn is_this_repo(&self, head: &HeadJson) -> bool {
@@ -307,88 +254,7 @@ impl Forge for GitHubForge {
     }
 
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
-        let Some(token) = &self.token else {
-            return Err(ForgeError::Auth(
-                "GITHUB_TOKEN (or GH_TOKEN) is not set; pushing and opening pull requests on GitHub need it".into(),
-            ));
-        };
-        let auth = GitAuth {
-            token: Some(token.clone()),
-        };
-        if let Some(number) = draft.follow_up {
-            // Commits on top of what the branch has: never a force-push over anyone's work, and
-            // the pull request's title and description stay the maintainers' to read.
-            workspace.push_on_top(&draft.branch, &auth).await?;
-            let url = format!("{}/pull/{number}", self.html_base());
-            return Ok(PullRequest {
-                url,
-                number: Some(number),
-                branch: draft.branch.clone(),
-                title: draft.title.clone(),
-                updated: true,
-                preview: None,
-                answers: Vec::new(),
-                task_key: None,
-            });
-        }
-        // The branch was rebuilt from the base and replaces what the remote has: never over
-        // commits someone else pushed to the open pull request.
-        let existing = self.find_open_pull_request(&draft.branch).await?;
-        if let Some(existing) = &existing {
-            self.refuse_overwriting_others(existing.number).await?;
-        }
-        workspace.push(&draft.branch, &auth).await?;
-
-        let mut body = body_with_issue(&draft.body, draft.issue);
-        if let Some(key) = &draft.task_key {
-            // Hidden in the rendered body; a later run of the same task finds the branch by it.
-            body = format!("{}\n\n{}", body.trim_end(), task_marker(key));
-        }
-        if let Some(existing) = existing {
-            let operation = format!("updating pull request #{}", existing.number);
-            let mut update = json!({"title": draft.title, "body": body});
-            // The branch was rebuilt on this run's base; point the pull request at it too.
-            if existing.base.as_ref().is_some_and(|base| base.ref_name != draft.base) {
-                update["base"] = json!(draft.base);
-            }
-            let route = self.route(&format!("/pulls/{}", existing.number));
-            let answer = self.api.send(&operation, Method::Patch, &route, Some(&update)).await?;
-            let updated = parse_object::<PullJson>(&operation, &answer.text).unwrap_or(existing);
-            return Ok(PullRequest {
-                url: updated.html_url,
-                number: Some(updated.number),
-                branch: draft.branch.clone(),
-                title: draft.title.clone(),
-                updated: true,
-                preview: None,
-                answers: Vec::new(),
-                task_key: None,
-            });
-        }
-
-        let operation = format!("opening the pull request for {}", draft.branch);
-        let request = json!({
-            "title": draft.title,
-            "head": draft.branch,
-            "base": draft.base,
-            "body": body,
-            "draft": self.draft,
-        });
-        let answer = self
-            .api
-            .send(&operation, Method::Post, &self.route("/pulls"), Some(&request))
-            .await?;
-        let created = parse_object::<PullJson>(&operation, &answer.text)?;
-        Ok(PullRequest {
-            url: created.html_url,
-            number: Some(created.number),
-            branch: draft.branch.clone(),
-            title: draft.title.clone(),
-            updated: false,
-            preview: None,
-            answers: Vec::new(),
-            task_key: None,
-        })
+        self.publish_pull_request(workspace, draft).await
     }
 
     async fn post_question(&self, issue: Option<u64>, question: &str) -> Result<Option<String>, ForgeError> {
