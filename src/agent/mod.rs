@@ -295,7 +295,7 @@ impl Agent<'_> {
                     breakpoints: &prepared.breakpoints,
                 },
                 progress: Some(&progress),
-                origin: Some(call.exec),
+                agent: Some(call.exec.path()),
             };
             let deadline = spend.deadline();
             let result = tokio::select! {

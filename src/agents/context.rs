@@ -15,7 +15,7 @@ use crate::config::Price;
 use crate::llm::Usage;
 
 /// The name of the main agent in paths.
-pub const ROOT: &str = "root";
+pub const ROOT: &str = crate::llm::ROOT_AGENT;
 /// Separates the levels of an agent path.
 pub const PATH_SEPARATOR: char = '>';
 

@@ -55,6 +55,9 @@ impl Message {
     }
 }
 
+/// The path of the run's main agent; a sub-agent's path adds its name (`root>explorer`).
+pub const ROOT_AGENT: &str = "root";
+
 /// One call to the model.
 #[derive(Clone, Copy)]
 pub struct CompletionRequest<'a> {
@@ -67,9 +70,9 @@ pub struct CompletionRequest<'a> {
     pub cache: CacheHints<'a>,
     /// Told the bytes of reply text received so far, as the reply streams in (for progress).
     pub progress: Option<&'a (dyn Fn(u64) + Send + Sync)>,
-    /// Who asks: the run's trace id, the depth and the agent path (`root>explorer`). The replay
-    /// provider serves each agent its own scripted replies by the path.
-    pub origin: Option<&'a crate::agents::ExecContext>,
+    /// Which agent asks, as its path (`root>explorer`; see [`ROOT_AGENT`]). The replay provider
+    /// serves each agent its own scripted replies by the path.
+    pub agent: Option<&'a str>,
 }
 
 impl std::fmt::Debug for CompletionRequest<'_> {
@@ -78,7 +81,7 @@ impl std::fmt::Debug for CompletionRequest<'_> {
             .field("system_bytes", &self.system.len())
             .field("messages", &self.messages.len())
             .field("cache", &self.cache)
-            .field("origin", &self.origin.map(crate::agents::ExecContext::path))
+            .field("agent", &self.agent)
             .finish_non_exhaustive()
     }
 }
@@ -92,7 +95,7 @@ impl<'a> CompletionRequest<'a> {
             reply_schema,
             cache: CacheHints::default(),
             progress: None,
-            origin: None,
+            agent: None,
         }
     }
 }

@@ -85,7 +85,7 @@ impl Provider for Replay {
     }
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        let agent = request.origin.map(crate::agents::ExecContext::path);
+        let agent = request.agent;
         let mut served = self.served.lock().map_err(|_| ProviderError::Config {
             provider: "replay",
             message: "replay state poisoned".into(),
@@ -93,7 +93,7 @@ impl Provider for Replay {
         let fits = |reply: &Scripted| match (&reply.agent, agent) {
             (None, _) => true,
             (Some(named), Some(asking)) => named == asking,
-            (Some(named), None) => named == crate::agents::context::ROOT,
+            (Some(named), None) => named == super::ROOT_AGENT,
         };
         let Some(index) = (0..self.replies.len()).find(|&index| !served[index] && fits(&self.replies[index])) else {
             let for_agent = agent.map(|path| format!(" for agent {path}")).unwrap_or_default();
@@ -136,10 +136,10 @@ mod tests {
         assert!(Replay::parse("not json").is_err());
     }
 
-    async fn ask(replay: &Replay, agent: &crate::agents::ExecContext) -> Result<String, ProviderError> {
+    async fn ask(replay: &Replay, agent: &str) -> Result<String, ProviderError> {
         let schema = serde_json::json!({});
         let request = CompletionRequest {
-            origin: Some(agent),
+            agent: Some(agent),
             ..CompletionRequest::new("", &[], &schema)
         };
         replay.complete(request).await.map(|completion| completion.content)
@@ -154,15 +154,14 @@ mod tests {
 {"type":"model_response","agent":"root","content":"root 2"}
 "#;
         let replay = Replay::parse(script).expect("parses");
-        let root = crate::agents::ExecContext::root("run");
-        let explorer = root.child("explorer");
-        assert_eq!(ask(&replay, &root).await.expect("served"), "root 1");
+        let (root, explorer) = ("root", "root>explorer");
+        assert_eq!(ask(&replay, root).await.expect("served"), "root 1");
         // The root asks again before the explorer's lines are used: it gets the unnamed line.
-        assert_eq!(ask(&replay, &root).await.expect("served"), "anyone");
-        assert_eq!(ask(&replay, &explorer).await.expect("served"), "explorer 1");
-        assert_eq!(ask(&replay, &root).await.expect("served"), "root 2");
-        assert_eq!(ask(&replay, &explorer).await.expect("served"), "explorer 2");
-        let error = ask(&replay, &explorer).await.expect_err("exhausted").to_string();
+        assert_eq!(ask(&replay, root).await.expect("served"), "anyone");
+        assert_eq!(ask(&replay, explorer).await.expect("served"), "explorer 1");
+        assert_eq!(ask(&replay, root).await.expect("served"), "root 2");
+        assert_eq!(ask(&replay, explorer).await.expect("served"), "explorer 2");
+        let error = ask(&replay, explorer).await.expect_err("exhausted").to_string();
         assert!(error.contains("for agent root>explorer"), "{error}");
     }
 }
