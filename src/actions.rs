@@ -30,8 +30,8 @@ use crate::config::{Config, ConfigError, DEFAULT_LABEL, RepoSource};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, IssueComment, OWN_QUESTION_AUTHOR, github::GitHubForge};
 use crate::kinds::ForgeKind;
-use crate::orchestrator::RunSummary;
 use crate::secrets::Redactor;
+use crate::summary::RunSummary;
 
 /// Longest question or error kept in an output, the summary or an annotation. GitHub caps a
 /// job's outputs at 1 MB and a step summary at 1 MiB; a runaway model reply must not break

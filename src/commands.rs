@@ -9,8 +9,8 @@ use crate::agent::prompt::describe_tool;
 use crate::cli::{RunArgs, ToolsArgs};
 use crate::config::{Config, ConfigError};
 use crate::exit::ExitStatus;
-use crate::orchestrator::RunSummary;
 use crate::secrets::Redactor;
+use crate::summary::RunSummary;
 use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
 
 /// Runs upkeep; inside GitHub Actions also applies the triggering event and reports the run as

@@ -30,5 +30,6 @@ pub mod progress;
 pub mod repo;
 pub mod secrets;
 pub mod signals;
+pub mod summary;
 pub mod text;
 pub mod tools;

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use super::limits::Limits;
 use crate::events::{Event, EventSink, Scope};
 use crate::forge::{DashboardUpdate, Forge, OWN_QUESTION_AUTHOR, OpenPullRequest, TaskIssue};
-use crate::orchestrator::RunSummary;
+use crate::summary::RunSummary;
 
 /// Longest error text shown.
 const MAX_ERROR_CHARS: usize = 300;

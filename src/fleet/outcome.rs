@@ -20,7 +20,6 @@ use serde::Serialize;
 
 use crate::exit::ExitStatus;
 use crate::llm::Usage;
-use crate::orchestrator::RunSummary;
 
 /// Rank in the fleet's order: higher is worse.
 pub fn severity(status: ExitStatus) -> u8 {
@@ -64,24 +63,6 @@ pub struct RepoOutcome {
 }
 
 impl RepoOutcome {
-    pub fn from_summary(repo: &str, summary: &RunSummary) -> Self {
-        RepoOutcome {
-            repo: repo.to_owned(),
-            outcome: summary.outcome.clone(),
-            exit_code: summary.status.code(),
-            pull_requests: summary
-                .pull_requests
-                .iter()
-                .map(|pull_request| pull_request.url.clone())
-                .collect(),
-            questions: u32::from(summary.question.is_some()),
-            cost_usd: summary.cost_usd,
-            usage: summary.usage,
-            error: summary.error.clone(),
-            status: summary.status,
-        }
-    }
-
     /// A repository whose run never started.
     pub fn not_run(repo: &str, outcome: &str, status: ExitStatus, error: Option<String>) -> Self {
         RepoOutcome {

@@ -11,8 +11,8 @@ use super::{run, table};
 use crate::cli::RunArgs;
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
-use crate::orchestrator::RunSummary;
 use crate::secrets::Redactor;
+use crate::summary::RunSummary;
 
 /// The runner's files for this step, when running in GitHub Actions.
 pub struct ActionsReport {

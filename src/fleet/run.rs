@@ -291,9 +291,9 @@ async fn run_repository(entry: &FleetEntry, mut args: RunArgs, share: Share, can
     let mut config = match resolved {
         Ok(config) => config,
         Err(error) => {
-            let summary = orchestrator::RunSummary::usage_error(&error);
+            let summary = crate::summary::RunSummary::usage_error(&error);
             report::repository_usage_error(&args, &entry.display, &summary);
-            return RepoOutcome::from_summary(&entry.display, &summary);
+            return summary.outcome_for(&entry.display);
         }
     };
     config.fleet_member = Some(entry.display.clone());
@@ -311,7 +311,7 @@ async fn run_repository(entry: &FleetEntry, mut args: RunArgs, share: Share, can
         );
     }
     let summary = orchestrator::run(config, cancel).await;
-    RepoOutcome::from_summary(&entry.display, &summary)
+    summary.outcome_for(&entry.display)
 }
 
 /// The `fleet_finished` event.

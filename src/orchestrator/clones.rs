@@ -1,0 +1,153 @@
+//! The cycle's clone: made (or, in continuous mode, the last one refreshed in place), its
+//! `.upkeep.toml` read through the gate and combined with the operator's settings, and, before
+//! it is removed, what it holds that no pull request carries reported and `--keep-clone` served.
+
+use crate::config::{ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
+use crate::events::{Event, Scope};
+use crate::repo::{CloneRequest, GitAuth, WorkTree, Workspace};
+
+use super::ending::RunError;
+use super::runner::Runner;
+
+/// Largest `.upkeep.toml` read.
+const MAX_REPO_CONFIG_BYTES: u64 = 256 * 1024;
+
+impl Runner<'_> {
+    pub(super) async fn clone(&self, base: Option<String>) -> Result<Workspace, RunError> {
+        let config = self.config;
+        let request = CloneRequest {
+            url: config.source.clone_url(),
+            is_local: matches!(config.source, RepoSource::Local(_)),
+            base,
+            depth: config.depth,
+            auth: GitAuth {
+                token: config.github.token.clone(),
+            },
+            stall_timeout: config.git_stall_timeout,
+            scope: self.scope.clone(),
+        };
+        Ok(Workspace::clone_repo(request, self.git_stop()).await?)
+    }
+
+    /// Refreshes a kept clone in place (on a blocking thread, like a clone).
+    pub(super) async fn refresh(&self, workspace: Workspace) -> Result<Workspace, RunError> {
+        let auth = GitAuth {
+            token: self.config.github.token.clone(),
+        };
+        Ok(workspace.refresh(auth, self.git_stop()).await?)
+    }
+
+    /// Clones (from cycle 2 of continuous mode: refreshes the kept clone), reads `.upkeep.toml`,
+    /// and re-clones when the file names another base branch. The flag says whether the next
+    /// cycle may refresh this clone: not when its base came from the default branch's
+    /// `.upkeep.toml`, which a refresh of the base alone would not see change.
+    pub(super) async fn prepare(&mut self, cycle: u32) -> Result<(Workspace, RepoSettings, bool), RunError> {
+        let config = self.config;
+        let explicit_base = self
+            .conversation
+            .pull_request_base
+            .clone()
+            .or_else(|| config.overrides.base.clone())
+            .or_else(|| config.operator.base.clone());
+        if let Some(kept) = self.kept.take() {
+            match self.refresh(kept).await {
+                Ok(workspace) => {
+                    let settings = self.repo_settings(&workspace, cycle)?;
+                    let same_base = settings
+                        .base
+                        .as_deref()
+                        .is_none_or(|base| base == workspace.base_branch());
+                    if explicit_base.is_some() || same_base {
+                        return Ok((workspace, settings, true));
+                    }
+                    // `.upkeep.toml` now names another base: start over as cycle 1 does.
+                }
+                Err(error @ (RunError::Interrupted | RunError::Deadline)) => return Err(error),
+                // A refresh that fails leaves the clone in an unknown state (it is removed); a
+                // fresh clone either works or reports the real problem (network, auth, base).
+                Err(error) => tracing::warn!("could not refresh the clone in place ({error}); cloning afresh"),
+            }
+        }
+        let workspace = self.clone(explicit_base.clone()).await?;
+        let settings = self.repo_settings(&workspace, cycle)?;
+        match &settings.base {
+            Some(base) if explicit_base.is_none() && base != workspace.base_branch() => {
+                drop(workspace);
+                let workspace = self.clone(Some(base.clone())).await?;
+                let settings = self.repo_settings(&workspace, cycle)?;
+                Ok((workspace, settings, false))
+            }
+            _ => Ok((workspace, settings, true)),
+        }
+    }
+
+    /// The repository's `.upkeep.toml`, read through the gate (a symlink out of the clone, a
+    /// FIFO or an oversized file is refused like a broken file), combined with the operator's.
+    pub(super) fn repo_settings(&self, workspace: &Workspace, cycle: u32) -> Result<RepoSettings, RunError> {
+        let parsed = WorkTree::open(workspace.root(), &[])
+            .map_err(|error| ConfigError(error.to_string()))
+            .and_then(|tree| {
+                tree.read_text(REPO_CONFIG_FILE, MAX_REPO_CONFIG_BYTES)
+                    .map_err(|error| ConfigError(format!("{REPO_CONFIG_FILE}: {error}")))
+            })
+            .and_then(|text| {
+                text.map_or_else(|| Ok(FileConfig::default()), |text| FileConfig::parse_repository(&text))
+            });
+        match parsed {
+            Ok(file) => Ok(self.config.repo_settings(&file)),
+            // Found before the first model call of the run: a usage error (exit 2). In a later
+            // cycle the file changed under us (someone merged a broken one): a failure.
+            Err(error) if cycle == 1 => Err(RunError::Usage(error)),
+            Err(error) => Err(RunError::Failure(error.into())),
+        }
+    }
+
+    /// `--keep-clone DIR`: copies the cycle's clone before it is removed (to `DIR`, or
+    /// `DIR/cycle-N` in continuous mode) and says where.
+    pub(super) async fn keep_clone(&self, cycle: u32, workspace: &Workspace) {
+        let Some(dir) = &self.config.keep_clone else {
+            return;
+        };
+        let dest = match self.config.mode {
+            Mode::Single => dir.clone(),
+            Mode::Continuous => dir.join(format!("cycle-{cycle}")),
+        };
+        match workspace.keep_at(&dest).await {
+            Ok(()) => self.events.alert(&format!(
+                "upkeep: the clone of cycle {cycle} is kept at {} (branches: git -C {} branch)",
+                dest.display(),
+                dest.display()
+            )),
+            Err(error) => self.events.alert(&format!(
+                "upkeep: could not keep the clone at {}: {error}",
+                dest.display()
+            )),
+        }
+    }
+
+    /// Reports the changes in the clone that no pull request of the cycle carries, before the
+    /// clone is removed: an `unsaved_changes` event, and the files and diff for people.
+    pub(super) async fn report_unsaved(&mut self, cycle: u32, workspace: &Workspace) {
+        let Some(changes) = workspace.unsaved_for_report().await else {
+            return;
+        };
+        if changes.is_empty() {
+            return;
+        }
+        self.events.alert(&format!(
+            "upkeep: the cycle ended with changes no pull request carries; they are not saved anywhere else:\n{}",
+            changes.diff
+        ));
+        self.events.emit(
+            Scope {
+                cycle: Some(cycle),
+                turn: None,
+            },
+            Event::UnsavedChanges {
+                files: changes.files.clone(),
+                diff: changes.diff.clone(),
+            },
+        );
+        self.unsaved.push(changes);
+    }
+}

@@ -1,0 +1,303 @@
+//! One cycle: the limits and the schedule checked, the conversation and the briefing read, the
+//! agent run on the clone, and its outcome turned into how the cycle ended (a question posted,
+//! the clone kept for the next cycle or removed).
+
+use crate::agent::budget::{Budget, Limit};
+use crate::agent::{Agent, CycleError, CycleOutcome};
+use crate::briefing::{Briefing, BriefingError, brief};
+use crate::config::{ConfigError, Mode, RepoSettings};
+use crate::conversation::CycleWork;
+use crate::events::{Event, Scope};
+use crate::fleet::dashboard::DashboardPlan;
+use crate::forge::Forge;
+use crate::llm::{Provider, pricing};
+use crate::repo::{WorkTree, Workspace};
+use crate::tools::{FinishStatus, ToolContext};
+
+use super::ending::{RunEnd, RunError};
+use super::runner::Runner;
+
+/// What the agent of a cycle works with.
+struct CycleInputs<'c> {
+    cycle: u32,
+    workspace: &'c Workspace,
+    settings: &'c RepoSettings,
+    files: &'c WorkTree,
+    briefing: &'c Briefing,
+    provider: &'c dyn Provider,
+    models: &'c crate::agents::Models,
+    forge: &'c dyn Forge,
+}
+
+impl Runner<'_> {
+    pub(super) async fn cycle(
+        &mut self,
+        cycle: u32,
+        provider: &dyn Provider,
+        models: &crate::agents::Models,
+        forge: &dyn Forge,
+    ) -> Result<RunEnd, RunError> {
+        let config = self.config;
+        // Outside the operator's schedule nothing is cloned either.
+        if let Some(held) = self.outside_operator_schedule() {
+            return Ok(self.held(held));
+        }
+        let (workspace, settings, reusable) = match self.conversation.first.take() {
+            Some(first) => first,
+            None => self.prepare(cycle).await?,
+        };
+        let base = workspace.base_branch().to_owned();
+        if let Some(held) = self.check_limits(&settings, &base, forge).await? {
+            return Ok(held);
+        }
+        self.events.emit(
+            Scope {
+                cycle: Some(cycle),
+                turn: None,
+            },
+            Event::CycleStarted {
+                base: base.clone(),
+                declared_tools: crate::briefing::exposed_declared_tools(config, &settings.declared_tools),
+            },
+        );
+
+        let files = WorkTree::open(workspace.root(), &settings.protected_paths)
+            .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
+        let conversation = match self.conversation(cycle, forge, &workspace).await? {
+            CycleWork::Work(conversation) => conversation,
+            CycleWork::Nothing(reason) => {
+                self.events.say(&format!("nothing to do: {reason}"));
+                return Ok(RunEnd::NoTasks);
+            }
+        };
+        let briefing = brief(
+            config,
+            &settings,
+            &files,
+            &base,
+            forge,
+            &self.pull_requests,
+            &conversation,
+            &|text| self.events.alert(text),
+        )
+        .await
+        .map_err(|error| match error {
+            BriefingError::Config(error) => RunError::Usage(error),
+            BriefingError::Forge(error) => RunError::Failure(error.into()),
+        })?;
+
+        let opened_before = self.pull_requests.len();
+        let outcome = self
+            .work(CycleInputs {
+                cycle,
+                workspace: &workspace,
+                settings: &settings,
+                files: &files,
+                briefing: &briefing,
+                provider,
+                models,
+                forge,
+            })
+            .await?;
+        let opened_pull_request = self.pull_requests.len() > opened_before;
+        self.settle_answered_question(&outcome).await;
+        // Only a cycle that continuous mode follows with another keeps its clone; every other end
+        // (and every error above) drops it here, which removes the temporary directory.
+        let continues = matches!(
+            outcome,
+            CycleOutcome::Finished {
+                status: FinishStatus::Completed,
+                ..
+            }
+        );
+        if reusable && continues && config.mode == Mode::Continuous && cycle < config.max_cycles {
+            self.kept = Some(workspace);
+        }
+        Ok(self.end_of_cycle(cycle, outcome, opened_pull_request, forge).await)
+    }
+
+    /// `pr_limit` and `pr_hourly_limit`, counted on the forge: `Some` when they hold the cycle
+    /// back. Also notes, for after the run, that the repository keeps a dashboard.
+    async fn check_limits(
+        &mut self,
+        settings: &RepoSettings,
+        base: &str,
+        forge: &dyn Forge,
+    ) -> Result<Option<RunEnd>, RunError> {
+        if settings.dashboard {
+            self.dashboard = Some(DashboardPlan {
+                base: base.to_owned(),
+                label: settings.label.clone(),
+                limits: settings.limits.clone(),
+            });
+        }
+        let held = settings
+            .limits
+            .check(forge, base, &self.pull_requests, jiff::Timestamp::now())
+            .await
+            .map_err(|error| {
+                RunError::Failure(anyhow::Error::new(error).context("checking pr_limit and pr_hourly_limit"))
+            })?;
+        Ok(held.map(|held| self.held(held)))
+    }
+
+    /// The agent's turns on the clone, until `finish`, a question, a budget or an error. Work a
+    /// cycle that did not finish leaves behind is reported, and `--keep-clone` served, whatever
+    /// the ending.
+    async fn work(&mut self, inputs: CycleInputs<'_>) -> Result<CycleOutcome, RunError> {
+        let config = self.config;
+        let CycleInputs {
+            cycle,
+            workspace,
+            settings,
+            files,
+            briefing,
+            provider,
+            models,
+            forge,
+        } = inputs;
+        let budget = self.budget.get_or_insert_with(|| Budget::new(config.budgets, None));
+        let price = pricing::price_for(provider.model(), &settings.prices);
+        if price.is_none() && config.budgets.max_cost.is_some() && provider.name() != "replay" {
+            tracing::warn!(
+                "no price known for model {}; --max-cost counts it as free (add [prices] to --config)",
+                provider.model()
+            );
+        }
+        budget.set_price(price);
+
+        let task_key = config.task.as_deref().map(crate::tools::branch::task_key);
+        let ctx = ToolContext {
+            workspace,
+            tree: files,
+            forge,
+            commands: &self.commands,
+            redactor: self.events.redactor(),
+            cancel: self.cancel,
+            identity: &config.identity,
+            default_issue: briefing.default_issue,
+            cycle_branch: None,
+            open_pull_requests: &briefing.open_pull_requests,
+            task_key: task_key.as_deref(),
+            continued: briefing.continued.as_ref(),
+            closed_branches: &briefing.closed_branches,
+            agents: None,
+        };
+        // Said once: every cycle builds the same team.
+        let events = self.events;
+        let team_notice = |text: &str| {
+            if cycle == 1 {
+                events.alert(text);
+            }
+        };
+        let team = crate::agents::Team::new(crate::agents::team::TeamParts {
+            config,
+            settings,
+            registry: &briefing.registry,
+            provider,
+            models,
+            agent_instructions: briefing.agent_instructions.as_ref(),
+            notice: &team_notice,
+        })?;
+        let agent = Agent {
+            provider,
+            registry: &briefing.registry,
+            events: self.events,
+            cancel: self.cancel,
+            max_turns: settings.max_turns,
+            cycle,
+            context_window: crate::llm::window::window_for(&config.provider, provider.model()),
+            masking: !config.full_history,
+            team: Some(&team),
+        };
+        let outcome: Result<CycleOutcome, CycleError> = agent
+            .run_cycle(
+                &briefing.system,
+                briefing.first_message.clone(),
+                &briefing.reply_schema,
+                &ctx,
+                budget,
+                &mut self.pull_requests,
+            )
+            .await;
+        // A cycle that did not end with `finish` (a budget, a question, an error, an interrupt)
+        // may leave work no pull request carries: it is reported, never dropped silently.
+        if !matches!(outcome, Ok(CycleOutcome::Finished { .. })) {
+            self.report_unsaved(cycle, workspace).await;
+        }
+        self.keep_clone(cycle, workspace).await;
+        self.unresolved_findings = team.unresolved_findings();
+        Ok(outcome?)
+    }
+
+    /// The answered question reached a cycle that ended: it is settled (a budget keeps it for
+    /// the next run, which resumes it).
+    async fn settle_answered_question(&mut self, outcome: &CycleOutcome) {
+        if matches!(outcome, CycleOutcome::Limit(_)) {
+            return;
+        }
+        if let Some(resumed) = self.conversation.resumed.take() {
+            if let Err(error) = crate::conversation::local::settle(self.config, &resumed).await {
+                self.events.say(&format!("upkeep: {error}"));
+            }
+        }
+    }
+
+    /// How the cycle ended, said to people (and a question posted where the forge keeps them).
+    async fn end_of_cycle(
+        &mut self,
+        cycle: u32,
+        outcome: CycleOutcome,
+        opened_pull_request: bool,
+        forge: &dyn Forge,
+    ) -> RunEnd {
+        match outcome {
+            CycleOutcome::Finished {
+                status: FinishStatus::NoTasks,
+                summary,
+            } => {
+                self.events.say(&format!("nothing to do: {summary}"));
+                RunEnd::NoTasks
+            }
+            CycleOutcome::Finished {
+                status: FinishStatus::Completed,
+                summary,
+            } => {
+                if !summary.is_empty() {
+                    self.events.say(&format!("done: {summary}"));
+                }
+                if opened_pull_request {
+                    RunEnd::PullRequest
+                } else {
+                    RunEnd::Completed
+                }
+            }
+            CycleOutcome::Question { question, issue } => {
+                self.question = Some(question.clone());
+                match forge.post_question(issue, &question).await {
+                    Ok(Some(place)) => self.events.alert(&place),
+                    Ok(None) => {}
+                    Err(error) => self
+                        .events
+                        .alert(&format!("upkeep: could not post the question: {error}")),
+                }
+                self.events.emit(
+                    Scope {
+                        cycle: Some(cycle),
+                        turn: None,
+                    },
+                    Event::Question { question, issue },
+                );
+                RunEnd::Question
+            }
+            CycleOutcome::Limit(limit) => {
+                self.events.alert(&format!("upkeep: stopped: {limit}"));
+                if let Limit::Turns(_) = limit {
+                    self.events
+                        .alert("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
+                }
+                RunEnd::Limit
+            }
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! What a run did, for the exit code, the final human summary, `run_finished`, the Actions
+//! outputs, the fleet's table and the dashboard: one value every reporter reads, so they cannot
+//! disagree about how a run ended.
+
+use crate::config::ConfigError;
+use crate::events::Event;
+use crate::exit::ExitStatus;
+use crate::fleet::outcome::RepoOutcome;
+
+/// What a run did, for the exit code, the final summary and CI integrations.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    pub status: ExitStatus,
+    /// `run_finished.outcome`: `pull_request`, `completed`, `no_tasks`, `max_cycles`,
+    /// `question`, `limit`, `interrupted`, `error` or `usage_error`.
+    pub outcome: String,
+    pub cycles: u32,
+    /// Model calls over the whole run.
+    pub turns: u32,
+    pub usage: crate::llm::Usage,
+    pub cost_usd: f64,
+    pub pull_requests: Vec<crate::forge::PullRequest>,
+    pub question: Option<String>,
+    /// The error that ended the run, when one did.
+    pub error: Option<String>,
+    /// Changes cycles left in their clones that no pull request carries (reported, not saved).
+    pub unsaved_changes: Vec<crate::repo::UnsavedChanges>,
+}
+
+impl RunSummary {
+    /// A run that a configuration error stopped before any work.
+    pub fn usage_error(error: &ConfigError) -> Self {
+        RunSummary {
+            status: ExitStatus::Usage,
+            outcome: "usage_error".into(),
+            cycles: 0,
+            turns: 0,
+            usage: crate::llm::Usage::default(),
+            cost_usd: 0.0,
+            pull_requests: Vec::new(),
+            question: None,
+            error: Some(error.to_string()),
+            unsaved_changes: Vec::new(),
+        }
+    }
+
+    /// The `run_finished` event that says how this run ended.
+    pub fn finished_event(&self) -> Event {
+        Event::RunFinished {
+            outcome: self.outcome.clone(),
+            exit_code: self.status.code(),
+            cycles: self.cycles,
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            error: self.error.clone(),
+        }
+    }
+
+    /// This run's line of a fleet's table and of `fleet_finished.outcomes`, as `repo`.
+    pub fn outcome_for(&self, repo: &str) -> RepoOutcome {
+        RepoOutcome {
+            repo: repo.to_owned(),
+            outcome: self.outcome.clone(),
+            exit_code: self.status.code(),
+            pull_requests: self
+                .pull_requests
+                .iter()
+                .map(|pull_request| pull_request.url.clone())
+                .collect(),
+            questions: u32::from(self.question.is_some()),
+            cost_usd: self.cost_usd,
+            usage: self.usage,
+            error: self.error.clone(),
+            status: self.status,
+        }
+    }
+}
