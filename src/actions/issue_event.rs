@@ -1,0 +1,247 @@
+//! The `issues` event that started a workflow: which issue it names (only a `labeled` event
+//! with the task label, on an open issue of this repository), and the task text made from the
+//! issue's title, body and comments. The payload and the comments are untrusted text: they are
+//! read into the task, capped, never into anything that runs.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+use crate::config::{Config, ConfigError, DEFAULT_LABEL, RepoSource};
+use crate::forge::{Forge, IssueComment, OWN_QUESTION_AUTHOR, github::GitHubForge};
+use crate::kinds::ForgeKind;
+
+/// Longest issue body or comment put into the task text (the prompt has a budget).
+const MAX_ISSUE_TEXT_CHARS: usize = 16 * 1024;
+
+/// The label that marks tasks: `--label`/`UPKEEP_LABEL`, the operator's config, or `upkeep`.
+/// The repository's `.upkeep.toml` is not read yet (it needs a clone); workflows check the
+/// label in their `if:` anyway.
+pub(super) fn task_label(config: &Config) -> String {
+    config
+        .overrides
+        .label
+        .clone()
+        .or_else(|| config.operator.label.clone())
+        .unwrap_or_else(|| DEFAULT_LABEL.to_owned())
+}
+
+/// An issue named by an `issues` `labeled` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelledIssue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+}
+
+/// What an `issues` event means for the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventTask {
+    /// Work this issue.
+    Issue(LabelledIssue),
+    /// The event is not for upkeep (another action or label, a closed issue, another
+    /// repository); the reason is shown and the run goes on as configured.
+    Ignored(String),
+}
+
+/// The parts of GitHub's `issues` webhook payload upkeep reads.
+#[derive(Deserialize)]
+struct IssuesEvent {
+    action: Option<String>,
+    label: Option<NamedLabel>,
+    issue: Option<EventIssue>,
+    repository: Option<EventRepository>,
+}
+
+#[derive(Deserialize)]
+struct NamedLabel {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct EventIssue {
+    number: u64,
+    #[serde(default)]
+    title: String,
+    /// `null` when the issue has no description.
+    body: Option<String>,
+    state: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct EventRepository {
+    full_name: String,
+}
+
+/// Reads an `issues` event payload. A payload that is not JSON of the documented shape is a
+/// configuration error: the runner always writes one, so something is badly wrong.
+pub fn read_issues_event(payload: &str, task_label: &str, source: &RepoSource) -> Result<EventTask, ConfigError> {
+    let event: IssuesEvent = serde_json::from_str(payload)
+        .map_err(|error| ConfigError(format!("the `issues` event payload is not valid: {error}")))?;
+    let action = event.action.unwrap_or_default();
+    if action != "labeled" {
+        return Ok(EventTask::Ignored(format!(
+            "the `issues` event is `{action}`, not `labeled`"
+        )));
+    }
+    let label = event.label.map(|l| l.name).unwrap_or_default();
+    // GitHub treats label names case-insensitively.
+    if !label.eq_ignore_ascii_case(task_label) {
+        return Ok(EventTask::Ignored(format!(
+            "the issue was labelled `{label}`, not the task label `{task_label}`"
+        )));
+    }
+    let issue = event
+        .issue
+        .ok_or_else(|| ConfigError("the `issues` event payload has no `issue`".into()))?;
+    if issue.state.as_deref() == Some("closed") {
+        return Ok(EventTask::Ignored(format!("issue #{} is closed", issue.number)));
+    }
+    // The number means nothing in another repository (the action's `repo` input can name one).
+    if let (RepoSource::GitHub { owner, name, .. }, Some(repository)) = (source, &event.repository) {
+        if !repository.full_name.eq_ignore_ascii_case(&format!("{owner}/{name}")) {
+            return Ok(EventTask::Ignored(format!(
+                "the labelled issue belongs to {}, not to {owner}/{name}",
+                repository.full_name
+            )));
+        }
+    }
+    Ok(EventTask::Issue(LabelledIssue {
+        number: issue.number,
+        title: issue.title,
+        body: issue.body.unwrap_or_default(),
+    }))
+}
+
+/// The issue's comments, from the forge. The payload has none, and an answer to a question the
+/// bot asked earlier is a comment. Failing to read them is not fatal: title and body remain.
+pub(super) async fn issue_comments(config: &Config, label: &str, number: u64) -> Vec<IssueComment> {
+    let RepoSource::GitHub { owner, name, .. } = &config.source else {
+        return Vec::new();
+    };
+    if config.forge != ForgeKind::Github {
+        return Vec::new();
+    }
+    let redactor = crate::orchestrator::redactor_for(config);
+    let forge = match GitHubForge::new(&config.github, owner, name, config.draft) {
+        Ok(forge) => forge,
+        Err(error) => {
+            eprintln!(
+                "upkeep: {}",
+                crate::text::escape_terminal(&redactor.redact(&error.to_string()))
+            );
+            return Vec::new();
+        }
+    };
+    match forge.task_issues(label).await {
+        Ok(issues) => issues
+            .into_iter()
+            .find(|issue| issue.number == number)
+            .map(|issue| issue.comments)
+            .unwrap_or_default(),
+        Err(error) => {
+            let error = crate::text::escape_terminal(&redactor.redact(&error.to_string()));
+            eprintln!(
+                "upkeep: could not read the comments on issue #{number} ({error}); working from its title and body"
+            );
+            Vec::new()
+        }
+    }
+}
+
+/// The task text for an issue: `Issue #N: title`, the body, and the comments in order.
+pub fn issue_task(issue: &LabelledIssue, comments: &[IssueComment]) -> String {
+    let mut text = format!("Issue #{}: {}", issue.number, issue.title.trim());
+    let body = issue.body.trim();
+    if !body.is_empty() {
+        let _ = write!(
+            text,
+            "\n\n{}",
+            crate::text::marked(crate::text::prefix_chars(body, MAX_ISSUE_TEXT_CHARS), " […]")
+        );
+    }
+    if !comments.is_empty() {
+        text.push_str("\n\n## Comments on the issue\n");
+        for comment in comments {
+            // The bot's own question reads as its own, so the comment after it reads as the answer.
+            let heading = if comment.author == OWN_QUESTION_AUTHOR {
+                format!("{OWN_QUESTION_AUTHOR} asked")
+            } else {
+                format!("comment by {}", comment.author)
+            };
+            let body = crate::text::marked(
+                crate::text::prefix_chars(comment.body.trim_end(), MAX_ISSUE_TEXT_CHARS),
+                " […]",
+            );
+            let _ = write!(text, "\n> {heading}:\n> {}\n", body.replace('\n', "\n> "));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn github() -> RepoSource {
+        RepoSource::GitHub {
+            owner: "octo".into(),
+            name: "widgets".into(),
+            clone_url: "https://github.com/octo/widgets.git".into(),
+        }
+    }
+
+    fn payload(action: &str, label: &str, repo: &str) -> String {
+        serde_json::json!({
+            "action": action,
+            "label": {"name": label},
+            "issue": {"number": 7, "title": "Fix it", "body": null, "state": "open"},
+            "repository": {"full_name": repo},
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn only_the_task_label_on_this_repository_selects_the_issue() {
+        let task = read_issues_event(&payload("labeled", "Upkeep", "Octo/Widgets"), "upkeep", &github());
+        assert_eq!(
+            task.expect("valid"),
+            EventTask::Issue(LabelledIssue {
+                number: 7,
+                title: "Fix it".into(),
+                body: String::new()
+            })
+        );
+        for (action, label, repo) in [
+            ("opened", "upkeep", "octo/widgets"),
+            ("labeled", "bug", "octo/widgets"),
+            ("labeled", "upkeep", "octo/other"),
+        ] {
+            let task = read_issues_event(&payload(action, label, repo), "upkeep", &github()).expect("valid");
+            assert!(
+                matches!(task, EventTask::Ignored(_)),
+                "{action} {label} {repo}: {task:?}"
+            );
+        }
+        assert!(read_issues_event("not json", "upkeep", &github()).is_err());
+    }
+
+    #[test]
+    fn issue_task_has_title_body_and_comments_in_order() {
+        let issue = LabelledIssue {
+            number: 3,
+            title: "Pick a license".into(),
+            body: "We need one.".into(),
+        };
+        let comments = [
+            IssueComment::new(OWN_QUESTION_AUTHOR, "MIT or Apache-2.0?"),
+            IssueComment::new("alice", "MIT,\nplease."),
+        ];
+        let text = issue_task(&issue, &comments);
+        assert!(text.starts_with("Issue #3: Pick a license\n\nWe need one."), "{text}");
+        let asked = text.find("asked:\n> MIT or Apache-2.0?").expect("question shown");
+        let answer = text.find("comment by alice:\n> MIT,\n> please.").expect("answer shown");
+        assert!(asked < answer, "{text}");
+        assert_eq!(issue_task(&issue, &[]), "Issue #3: Pick a license\n\nWe need one.");
+    }
+}

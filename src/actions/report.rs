@@ -1,0 +1,236 @@
+//! What a run reports to the workflow: step outputs in the runner's file-command format, the
+//! job summary in Markdown, and one annotation for how the run ended. Every text from the run
+//! (titles, questions, errors) is escaped for where it lands, so it renders as text and cannot
+//! end a heredoc, a command or a Markdown construct early.
+
+use std::fmt::Write as _;
+
+use super::{MAX_TEXT_CHARS, RunContext};
+use crate::exit::ExitStatus;
+use crate::summary::RunSummary;
+
+/// The step outputs, in the order they are written. Every one is always present.
+pub fn outputs(summary: &RunSummary) -> Vec<(&'static str, String)> {
+    let urls = pull_request_urls(summary);
+    vec![
+        ("outcome", summary.outcome.clone()),
+        ("exit-code", summary.status.code().to_string()),
+        // The latest one: in continuous mode each cycle opens its own, and the newest is the
+        // one a follow-up step most likely wants; all of them are in `pull-request-urls`.
+        ("pull-request-url", urls.last().cloned().unwrap_or_default()),
+        ("pull-request-urls", urls.join("\n")),
+        (
+            "question",
+            summary
+                .question
+                .as_deref()
+                .map(|q| crate::text::marked(crate::text::prefix_chars(q, MAX_TEXT_CHARS), " […]"))
+                .unwrap_or_default(),
+        ),
+    ]
+}
+
+/// Real addresses only: a dry run's "(dry run: not pushed) …" is not something to open.
+fn pull_request_urls(summary: &RunSummary) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
+    for pr in &summary.pull_requests {
+        if pr.url.contains("://") && !urls.contains(&pr.url) {
+            urls.push(pr.url.clone());
+        }
+    }
+    urls
+}
+
+/// One output in the runner's file-command format.
+pub fn format_output(name: &str, value: &str) -> String {
+    if !value.contains(['\n', '\r']) {
+        return format!("{name}={value}\n");
+    }
+    // A delimiter inside the value would end it early; a fresh UUID practically never occurs,
+    // and the loop makes "practically" certain.
+    let delimiter = loop {
+        let candidate = format!("ghadelimiter_{}", uuid::Uuid::new_v4());
+        if !value.contains(&candidate) {
+            break candidate;
+        }
+    };
+    format!("{name}<<{delimiter}\n{value}\n{delimiter}\n")
+}
+
+/// A workflow command with its data escaped as actions/toolkit escapes it, so a line break or a
+/// `%` in the message cannot end or alter the command.
+pub fn workflow_command(command: &str, message: &str) -> String {
+    format!("::{command}::{}", escape_data(message))
+}
+
+pub fn escape_data(text: &str) -> String {
+    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+/// The annotation for how the run ended: an error for failures, a warning when a budget cut it
+/// short, a notice for a question; none for success.
+pub fn annotation(summary: &RunSummary) -> Option<String> {
+    let code = summary.status.code();
+    let error = summary
+        .error
+        .as_deref()
+        .map(|e| crate::text::marked(crate::text::prefix_chars(e, MAX_TEXT_CHARS), " […]"));
+    match summary.status {
+        ExitStatus::Done => None,
+        ExitStatus::Failure | ExitStatus::Usage | ExitStatus::Interrupted => {
+            let what = match summary.status {
+                ExitStatus::Usage => "configuration error",
+                ExitStatus::Interrupted => "interrupted",
+                _ => "failed",
+            };
+            let detail = error.map(|e| format!(": {e}")).unwrap_or_default();
+            Some(workflow_command(
+                "error",
+                &format!("upkeep {what} (exit code {code}){detail}"),
+            ))
+        }
+        ExitStatus::Budget => Some(workflow_command(
+            "warning",
+            &format!("upkeep stopped: a budget cut the cycle short (exit code {code})"),
+        )),
+        ExitStatus::Question => {
+            let question = summary
+                .question
+                .as_deref()
+                .map(|q| crate::text::marked(crate::text::prefix_chars(q, MAX_TEXT_CHARS), " […]"));
+            Some(workflow_command(
+                "notice",
+                &format!(
+                    "upkeep asked a question (exit code {code}): {}",
+                    question.unwrap_or_default()
+                ),
+            ))
+        }
+    }
+}
+
+fn headline(outcome: &str) -> &'static str {
+    match outcome {
+        "pull_request" => "opened a pull request",
+        "completed" => "completed the task",
+        "no_tasks" => "found nothing to do",
+        "max_cycles" => "stopped after --max-cycles",
+        "question" => "has a question for a human",
+        "limit" => "stopped: a budget cut the cycle short",
+        "interrupted" => "was interrupted",
+        "usage_error" => "could not start: configuration error",
+        _ => "failed",
+    }
+}
+
+/// The job summary: what happened, the pull requests, the question, the usage. Markdown.
+pub fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
+    let mut text = String::new();
+    let dry = if context.dry_run { " (dry run)" } else { "" };
+    let _ = writeln!(text, "### upkeep {}{dry}\n", headline(&summary.outcome));
+    let _ = writeln!(text, "- **Repository:** `{}`", inline_code(&context.repo));
+    if let Some(issue) = context.issue {
+        let _ = writeln!(text, "- **Issue:** #{issue}");
+    }
+    let _ = writeln!(
+        text,
+        "- **Outcome:** `{}` (exit code {})",
+        summary.outcome,
+        summary.status.code()
+    );
+    let _ = writeln!(text, "- **Cycles:** {}", summary.cycles);
+    let _ = writeln!(text, "- **Turns:** {}", summary.turns);
+    let _ = writeln!(
+        text,
+        "- **Tokens:** {} input + {} output = {}",
+        summary.usage.input_tokens,
+        summary.usage.output_tokens,
+        summary.usage.total()
+    );
+    let _ = writeln!(text, "- **Cost:** ${:.4}", summary.cost_usd);
+
+    if !summary.pull_requests.is_empty() {
+        text.push_str("\n#### Pull requests\n\n");
+        for pr in &summary.pull_requests {
+            let title = escape_markdown(&pr.title);
+            let verb = if pr.updated { "updated" } else { "opened" };
+            let link = if pr.url.contains("://") {
+                format!("[{title}](<{}>)", pr.url.replace(['<', '>'], ""))
+            } else {
+                format!("{title}: {}", escape_markdown(&pr.url))
+            };
+            let _ = writeln!(text, "- {link} ({verb}, branch `{}`)", inline_code(&pr.branch));
+        }
+    }
+    if let Some(question) = &summary.question {
+        text.push_str("\n#### Question\n\n");
+        for line in crate::text::marked(crate::text::prefix_chars(question, MAX_TEXT_CHARS), " […]").lines() {
+            // Markdown in a question (code, lists) renders; raw HTML does not.
+            let _ = writeln!(text, "> {}", line.replace('<', "&lt;"));
+        }
+        let place = context
+            .issue
+            .map(|n| format!("on issue #{n}"))
+            .unwrap_or_else(|| "on the issue it concerns, or in the next run's task".into());
+        let _ = writeln!(text, "\nAnswer it {place}, then run upkeep again.");
+    }
+    if let Some(error) = &summary.error {
+        let error = crate::text::marked(crate::text::prefix_chars(error, MAX_TEXT_CHARS), " […]");
+        let fence = "`".repeat(longest_backtick_run(&error).max(2) + 1);
+        let _ = write!(text, "\n#### Error\n\n{fence}text\n{error}\n{fence}\n");
+    }
+    text.push('\n');
+    text
+}
+
+fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\`*_[]<>#|".contains(c) {
+            out.push('\\');
+        }
+        out.push(if c == '\n' || c == '\r' { ' ' } else { c });
+    }
+    out
+}
+
+/// Text inside single backticks cannot hold a backtick or a line break.
+fn inline_code(text: &str) -> String {
+    text.replace('`', "'").replace(['\n', '\r'], " ")
+}
+
+fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_line_values_use_a_heredoc_whose_delimiter_is_not_in_the_value() {
+        assert_eq!(format_output("outcome", "no_tasks"), "outcome=no_tasks\n");
+        assert_eq!(format_output("question", ""), "question=\n");
+        let text = format_output("question", "a\nb");
+        let (first, rest) = text.split_once('\n').expect("lines");
+        let delimiter = first.strip_prefix("question<<").expect("heredoc");
+        assert!(delimiter.starts_with("ghadelimiter_"));
+        assert_eq!(rest, format!("a\nb\n{delimiter}\n"));
+    }
+
+    #[test]
+    fn annotation_data_is_escaped_like_the_toolkit() {
+        assert_eq!(escape_data("50%\r\ndone"), "50%25%0D%0Adone");
+        assert_eq!(workflow_command("error", "a\nb"), "::error::a%0Ab");
+    }
+
+    #[test]
+    fn markdown_escaping_keeps_titles_and_code_intact() {
+        assert_eq!(escape_markdown("Fix [x] <b>"), "Fix \\[x\\] \\<b\\>");
+        assert_eq!(longest_backtick_run("a ``` b ` c"), 3);
+        assert_eq!(
+            crate::text::marked(crate::text::prefix_chars("héllo", 2), " […]"),
+            "hé […]"
+        );
+    }
+}
