@@ -124,35 +124,39 @@ impl Actions {
     /// Writes the outputs, the job summary and an annotation for how the run ended. Problems
     /// writing them are reported but do not change the exit code: the run's work is done.
     pub fn report(&self, summary: &RunSummary, context: &RunContext, redactor: &Redactor) {
-        let mut problems = Vec::new();
-        if let Some(path) = &self.output {
-            let text: String = outputs(summary)
-                .iter()
-                .map(|(name, value)| format_output(name, &redactor.redact(value)))
-                .collect();
-            if let Err(error) = append(path, &text) {
-                problems.push(format!(
-                    "could not write the step outputs to {}: {error}",
-                    path.display()
-                ));
-            }
-        }
-        if let Some(path) = &self.summary {
-            let text = redactor.redact(&job_summary(summary, context));
-            if let Err(error) = append(path, &text) {
-                problems.push(format!(
-                    "could not write the job summary to {}: {error}",
-                    path.display()
-                ));
-            }
-        }
+        let problems = [
+            self.append_outputs(&outputs(summary), redactor),
+            self.append_summary(&job_summary(summary, context), redactor),
+        ];
         let mut stderr = std::io::stderr().lock();
-        for problem in problems {
+        for problem in problems.into_iter().filter_map(Result::err) {
             let _ = writeln!(stderr, "{}", workflow_command("warning", &redactor.redact(&problem)));
         }
         if let Some(line) = annotation(summary) {
             let _ = writeln!(stderr, "{}", redactor.redact(&line));
         }
+    }
+
+    /// Appends step outputs (redacted) in the runner's file-command format; `Err` says why they
+    /// could not be written.
+    pub fn append_outputs(&self, outputs: &[(&str, String)], redactor: &Redactor) -> Result<(), String> {
+        let Some(path) = &self.output else {
+            return Ok(());
+        };
+        let text: String = outputs
+            .iter()
+            .map(|(name, value)| format_output(name, &redactor.redact(value)))
+            .collect();
+        append(path, &text).map_err(|error| format!("could not write the step outputs to {}: {error}", path.display()))
+    }
+
+    /// Appends Markdown (redacted) to the job summary; `Err` says why it could not be written.
+    pub fn append_summary(&self, markdown: &str, redactor: &Redactor) -> Result<(), String> {
+        let Some(path) = &self.summary else {
+            return Ok(());
+        };
+        append(path, &redactor.redact(markdown))
+            .map_err(|error| format!("could not write the job summary to {}: {error}", path.display()))
     }
 }
 

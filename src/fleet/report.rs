@@ -3,76 +3,57 @@
 //! the job summary plus the step outputs `outcome` (the worst repository's) and `exit-code`.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 
 use super::outcome::RepoOutcome;
 use super::shard::Shard;
-use super::{run, table};
+use super::{outcome, table};
+use crate::actions::Actions;
 use crate::cli::RunArgs;
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 
-/// The runner's files for this step, when running in GitHub Actions.
-pub struct ActionsReport {
-    summary: Option<PathBuf>,
-    output: Option<PathBuf>,
-}
-
-impl ActionsReport {
-    pub fn from_env() -> Option<Self> {
-        if std::env::var("GITHUB_ACTIONS").ok().as_deref() != Some("true") {
-            return None;
-        }
-        let path = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        Some(Self {
-            summary: path("GITHUB_STEP_SUMMARY"),
-            output: path("GITHUB_OUTPUT"),
-        })
-    }
-
-    fn write(&self, shard: Option<Shard>, outcomes: &[RepoOutcome], status: ExitStatus, redactor: &Redactor) {
-        let append = |path: &PathBuf, text: &str| {
-            let written = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut file| file.write_all(text.as_bytes()));
-            if let Err(error) = written {
-                eprintln!("upkeep: cannot write {}: {error}", path.display());
-            }
-        };
-        if let Some(path) = &self.summary {
-            let title = match shard {
-                Some(shard) => format!("upkeep fleet, shard {shard}"),
-                None => "upkeep fleet".to_owned(),
-            };
-            append(path, &redactor.redact(&table::render_markdown(&title, outcomes)));
-        }
-        if let Some(path) = &self.output {
-            let worst = outcomes
-                .iter()
-                .filter(|outcome| outcome.status == status)
-                .map(|outcome| outcome.outcome.as_str())
-                .next()
-                .unwrap_or("no_repositories");
-            let text = crate::actions::format_output("outcome", worst)
-                + &crate::actions::format_output("exit-code", &status.code().to_string());
-            append(path, &text);
-        }
+/// The fleet's table in the job summary, and the worst repository's outcome and the fleet's exit
+/// code as the step outputs `outcome` and `exit-code`.
+fn report_to_actions(
+    actions: &Actions,
+    shard: Option<Shard>,
+    outcomes: &[RepoOutcome],
+    status: ExitStatus,
+    redactor: &Redactor,
+) {
+    let title = match shard {
+        Some(shard) => format!("upkeep fleet, shard {shard}"),
+        None => "upkeep fleet".to_owned(),
+    };
+    let worst = outcomes
+        .iter()
+        .filter(|outcome| outcome.status == status)
+        .map(|outcome| outcome.outcome.as_str())
+        .next()
+        .unwrap_or("no_repositories");
+    let written = [
+        actions.append_summary(&table::render_markdown(&title, outcomes), redactor),
+        actions.append_outputs(
+            &[("outcome", worst.to_owned()), ("exit-code", status.code().to_string())],
+            redactor,
+        ),
+    ];
+    for problem in written.into_iter().filter_map(Result::err) {
+        eprintln!("upkeep: {}", crate::text::escape_terminal(&problem));
     }
 }
 
 /// The end of a fleet: table, event, Actions report; returns the exit status.
 pub fn finished(
     events: &EventSink,
-    actions: Option<&ActionsReport>,
+    actions: Option<&Actions>,
     shard: Option<Shard>,
     outcomes: &[RepoOutcome],
     json: bool,
 ) -> ExitStatus {
-    let status = run::fleet_status(outcomes);
+    let status = outcome::worst(outcomes);
     let text = events.redactor().redact(&table::render_text(outcomes));
     let text = crate::text::escape_terminal(&text);
     // A closed pipe is not an error.
@@ -81,9 +62,9 @@ pub fn finished(
     } else {
         std::io::stdout().lock().write_all(text.as_bytes())
     };
-    run::emit(events, run::finished_event(outcomes, status));
+    events.emit(Scope::default(), finished_event(outcomes, status));
     if let Some(actions) = actions {
-        actions.write(shard, outcomes, status, events.redactor());
+        report_to_actions(actions, shard, outcomes, status, events.redactor());
     }
     status
 }
@@ -96,8 +77,8 @@ pub fn start_failed(events: Option<&EventSink>, message: &str, status: ExitStatu
         crate::text::escape_terminal(&redactor.redact(message))
     );
     if let Some(events) = events {
-        run::emit(
-            events,
+        events.emit(
+            Scope::default(),
             Event::FleetFinished {
                 repos: 0,
                 outcomes: Vec::new(),
@@ -123,4 +104,19 @@ pub fn repository_usage_error(args: &RunArgs, repo: &str, summary: &RunSummary) 
         summary.error.as_deref().unwrap_or_default()
     ));
     events.emit(Scope::default(), summary.finished_event());
+}
+
+/// The `fleet_finished` event.
+fn finished_event(outcomes: &[RepoOutcome], status: ExitStatus) -> Event {
+    let mut usage = crate::llm::Usage::default();
+    for outcome in outcomes {
+        usage += outcome.usage;
+    }
+    Event::FleetFinished {
+        repos: outcomes.len(),
+        outcomes: outcomes.to_vec(),
+        usage,
+        cost_usd: table::total_cost(outcomes),
+        exit_code: status.code(),
+    }
 }

@@ -23,12 +23,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{FleetBudget, Share};
 use super::list::{self, FleetEntry};
-use super::outcome::{self, RepoOutcome};
+use super::outcome::RepoOutcome;
 use super::report;
 use super::shard::Shard;
 use crate::cli::{FleetArgs, RunArgs};
 use crate::config::{Config, ConfigError, GitHubSettings};
-use crate::events::{Event, EventSink, Scope, Verbosity};
+use crate::events::{EventSink, Verbosity};
 use crate::exit::ExitStatus;
 use crate::orchestrator;
 use crate::secrets::Redactor;
@@ -77,7 +77,7 @@ pub async fn run(args: &FleetArgs, cancel: CancellationToken) -> ExitStatus {
         plan.listed,
         plan.jobs
     ));
-    let actions = report::ActionsReport::from_env();
+    let actions = crate::actions::Actions::from_env();
     let outcomes = {
         // Inside Actions, nothing the runs print (model text, issue text) may act on the job.
         let _paused = actions.as_ref().map(|_| crate::actions::pause_workflow_commands());
@@ -312,29 +312,4 @@ async fn run_repository(entry: &FleetEntry, mut args: RunArgs, share: Share, can
     }
     let summary = orchestrator::run(config, cancel).await;
     summary.outcome_for(&entry.display)
-}
-
-/// The `fleet_finished` event.
-pub(super) fn finished_event(outcomes: &[RepoOutcome], status: ExitStatus) -> Event {
-    let mut usage = crate::llm::Usage::default();
-    for outcome in outcomes {
-        usage += outcome.usage;
-    }
-    Event::FleetFinished {
-        repos: outcomes.len(),
-        outcomes: outcomes.to_vec(),
-        usage,
-        cost_usd: super::table::total_cost(outcomes),
-        exit_code: status.code(),
-    }
-}
-
-/// The fleet's exit status.
-pub(super) fn fleet_status(outcomes: &[RepoOutcome]) -> ExitStatus {
-    outcome::worst(outcomes)
-}
-
-/// Emits an event with no cycle or turn.
-pub(super) fn emit(events: &EventSink, event: Event) {
-    events.emit(Scope::default(), event);
 }
