@@ -60,30 +60,8 @@ fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str) 
         "upkeep: {}; nothing to do",
         crate::text::escape_terminal(&redactor.redact(why))
     );
-    let summary = RunSummary {
-        status: ExitStatus::Done,
-        outcome: "no_tasks".into(),
-        error: None,
-        ..RunSummary::usage_error(&ConfigError(String::new()))
-    };
-    let trace = args
-        .trace
-        .as_ref()
-        .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
-    if args.json || trace.is_some() {
-        let events = crate::events::EventSink::new(redactor.clone(), args.json, trace, crate::events::Verbosity::Quiet);
-        events.emit(
-            crate::events::Scope::default(),
-            crate::events::Event::RunFinished {
-                outcome: summary.outcome.clone(),
-                exit_code: summary.status.code(),
-                cycles: 0,
-                usage: summary.usage,
-                cost_usd: 0.0,
-                error: None,
-            },
-        );
-    }
+    let summary = RunSummary::without_work(ExitStatus::Done, "no_tasks", None);
+    emit_finished(args, &redactor, &summary);
     let context = RunContext {
         repo: config.source.display_name(),
         issue: None,
@@ -96,26 +74,20 @@ fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str) 
 /// With `--json` (and `--trace`), a run stopped by a usage error still ends with
 /// `run_finished`, so a consumer of the events always learns how the run ended.
 fn finished_with_usage_error(args: &RunArgs, error: &ConfigError) {
+    emit_finished(args, &Redactor::from_env(), &RunSummary::usage_error(error));
+}
+
+/// `run_finished` for a run that ended before it began, to `--json` and `--trace`.
+fn emit_finished(args: &RunArgs, redactor: &Redactor, summary: &RunSummary) {
     let trace = args
         .trace
-        .as_ref()
-        .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
+        .as_deref()
+        .and_then(|path| crate::orchestrator::open_trace(path).ok());
     if !args.json && trace.is_none() {
         return;
     }
-    let summary = RunSummary::usage_error(error);
-    let events = crate::events::EventSink::new(Redactor::from_env(), args.json, trace, crate::events::Verbosity::Quiet);
-    events.emit(
-        crate::events::Scope::default(),
-        crate::events::Event::RunFinished {
-            outcome: summary.outcome,
-            exit_code: summary.status.code(),
-            cycles: 0,
-            usage: summary.usage,
-            cost_usd: 0.0,
-            error: summary.error,
-        },
-    );
+    let events = crate::events::EventSink::new(redactor.clone(), args.json, trace, crate::events::Verbosity::Quiet);
+    events.emit(crate::events::Scope::default(), summary.finished_event());
 }
 
 /// A configuration error before any work: exit 2, and in Actions the same report as a run.

@@ -25,22 +25,31 @@ pub struct RunSummary {
     pub error: Option<String>,
     /// Changes cycles left in their clones that no pull request carries (reported, not saved).
     pub unsaved_changes: Vec<crate::repo::UnsavedChanges>,
+    /// Review findings pull requests were opened with after the last review round (the pull
+    /// request's body lists them too).
+    pub unresolved_findings: Vec<String>,
 }
 
 impl RunSummary {
     /// A run that a configuration error stopped before any work.
     pub fn usage_error(error: &ConfigError) -> Self {
+        Self::without_work(ExitStatus::Usage, "usage_error", Some(error.to_string()))
+    }
+
+    /// A run that ended before any cycle, as `outcome`.
+    pub fn without_work(status: ExitStatus, outcome: &str, error: Option<String>) -> Self {
         RunSummary {
-            status: ExitStatus::Usage,
-            outcome: "usage_error".into(),
+            status,
+            outcome: outcome.into(),
             cycles: 0,
             turns: 0,
             usage: crate::llm::Usage::default(),
             cost_usd: 0.0,
             pull_requests: Vec::new(),
             question: None,
-            error: Some(error.to_string()),
+            error,
             unsaved_changes: Vec::new(),
+            unresolved_findings: Vec::new(),
         }
     }
 

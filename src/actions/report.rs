@@ -27,6 +27,15 @@ pub fn outputs(summary: &RunSummary) -> Vec<(&'static str, String)> {
                 .map(|q| crate::text::marked(crate::text::prefix_chars(q, MAX_TEXT_CHARS), " […]"))
                 .unwrap_or_default(),
         ),
+        // One per line; what the last review round still found in a pull request that opened
+        // anyway (its body lists them too).
+        (
+            "unresolved-findings",
+            crate::text::marked(
+                crate::text::prefix_chars(&summary.unresolved_findings.join("\n"), MAX_TEXT_CHARS),
+                " […]",
+            ),
+        ),
     ]
 }
 
@@ -160,6 +169,13 @@ pub fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
                 format!("{title}: {}", escape_markdown(&pr.url))
             };
             let _ = writeln!(text, "- {link} ({verb}, branch `{}`)", inline_code(&pr.branch));
+        }
+    }
+    if !summary.unresolved_findings.is_empty() {
+        text.push_str("\n#### Unresolved review findings\n\n");
+        text.push_str("The pull request opened after the last review round with these findings:\n\n");
+        for finding in &summary.unresolved_findings {
+            let _ = writeln!(text, "- {}", escape_markdown(finding));
         }
     }
     if let Some(question) = &summary.question {

@@ -226,7 +226,7 @@ impl Runner<'_> {
             self.report_unsaved(cycle, workspace).await;
         }
         self.keep_clone(cycle, workspace).await;
-        self.unresolved_findings = team.unresolved_findings();
+        self.cycle_findings = team.unresolved_findings();
         Ok(outcome?)
     }
 

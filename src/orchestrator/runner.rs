@@ -43,7 +43,9 @@ pub(super) struct Runner<'a> {
     /// What the conversation on the forge gives the run (see [`crate::conversation`]).
     pub(super) conversation: ConversationState,
     /// Review findings the last cycle's pull request opened with (section 12).
-    pub(super) unresolved_findings: Vec<String>,
+    pub(super) cycle_findings: Vec<String>,
+    /// Every cycle's, for the run's summary.
+    pub(super) run_findings: Vec<String>,
     /// Set once a cycle read `dashboard = true`: what the dashboard after the run needs.
     pub(super) dashboard: Option<DashboardPlan>,
 }
@@ -91,7 +93,8 @@ impl<'a> Runner<'a> {
                 local,
                 ..ConversationState::default()
             },
-            unresolved_findings: Vec::new(),
+            cycle_findings: Vec::new(),
+            run_findings: Vec::new(),
             dashboard: None,
         }
     }
@@ -116,6 +119,7 @@ impl Runner<'_> {
             question: self.question,
             error,
             unsaved_changes: self.unsaved,
+            unresolved_findings: self.run_findings,
         }
     }
 
@@ -241,6 +245,8 @@ impl Runner<'_> {
                 Err(RunError::Deadline) => RunEnd::Limit.as_str(),
                 Err(_) => "error",
             };
+            let findings = std::mem::take(&mut self.cycle_findings);
+            self.run_findings.extend(findings.iter().cloned());
             self.events.emit(
                 Scope {
                     cycle: Some(cycle),
@@ -248,7 +254,7 @@ impl Runner<'_> {
                 },
                 Event::CycleFinished {
                     outcome: outcome.into(),
-                    unresolved_findings: std::mem::take(&mut self.unresolved_findings),
+                    unresolved_findings: findings,
                 },
             );
             let end = end.map_err(|error| match error {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::support::agents::line;
 use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay};
 
 /// action.yml and the workflows, parsed: the rules of DESIGN.md section 8, "Workflows".
@@ -179,9 +180,11 @@ fn a_pull_request_run_writes_every_output_and_a_readable_summary() {
     assert_eq!(outputs["pull-request-url"], url);
     assert_eq!(outputs["pull-request-urls"], url);
     assert_eq!(outputs["question"], "");
+    assert_eq!(outputs["unresolved-findings"], "");
 
     let summary = runner.summary();
     assert!(summary.contains("### upkeep opened a pull request"), "{summary}");
+    assert!(!summary.contains("Unresolved"), "{summary}");
     assert!(
         summary.contains("**Outcome:** `pull_request` (exit code 0)"),
         "{summary}"
@@ -202,6 +205,52 @@ fn a_pull_request_run_writes_every_output_and_a_readable_summary() {
 
     paused_span(&out.stderr);
     assert!(!out.stderr.contains("::error::"), "{}", out.stderr);
+}
+
+/// A pull request that opened after the last review round still failed: the findings are a
+/// step output (one per line) and a section of the job summary, escaped for Markdown.
+#[test]
+fn unresolved_review_findings_reach_the_outputs_and_the_summary() {
+    let repo = TestRepo::new();
+    let runner = Runner::new();
+    let verdict = |findings: &[&str]| {
+        reply(
+            "verdict",
+            &[(
+                "complete_task",
+                json!({"answer": {"verdict": "fail", "findings": findings}}),
+            )],
+        )
+    };
+    let lines = [
+        line("root", propose("Add a usage section").remove(0)),
+        line("root>reviewer", verdict(&["USAGE.md has no example"])),
+        line("root", propose("Add a usage section").remove(0)),
+        line(
+            "root>reviewer",
+            verdict(&["USAGE.md has no example", "the title says *usage* twice"]),
+        ),
+        line("root", finish("completed")),
+    ];
+    let script = Script::from_lines(lines.into_iter());
+    let out = run_replay(
+        runner.upkeep().with_review(),
+        &repo,
+        &script,
+        &["--task", "add usage docs"],
+    );
+    out.assert_code(0);
+    let outputs = runner.outputs();
+    assert_eq!(
+        outputs["unresolved-findings"],
+        "USAGE.md has no example\nthe title says *usage* twice"
+    );
+    let summary = runner.summary();
+    assert!(summary.contains("#### Unresolved review findings"), "{summary}");
+    assert!(
+        summary.contains("- USAGE.md has no example\n- the title says \\*usage\\* twice\n"),
+        "{summary}"
+    );
 }
 
 #[test]

@@ -340,6 +340,10 @@ fn action_yml_declares_every_input_and_output() {
         "allow-dangerous-tools",
         "label",
         "dry-run",
+        "max-depth",
+        "max-reviews",
+        "no-review",
+        "review-model",
         "version",
         "fail-on-question",
     ] {
@@ -363,6 +367,7 @@ fn action_yml_declares_every_input_and_output() {
         "pull-request-url",
         "pull-request-urls",
         "question",
+        "unresolved-findings",
     ] {
         assert_eq!(
             action["outputs"][name]["value"].as_str(),
@@ -388,12 +393,34 @@ fn action_yml_declares_every_input_and_output() {
         ("allow-dangerous-tools", "UPKEEP_ALLOW_DANGEROUS_TOOLS"),
         ("label", "UPKEEP_LABEL"),
         ("dry-run", "UPKEEP_DRY_RUN"),
+        ("max-depth", "UPKEEP_MAX_DEPTH"),
+        ("max-reviews", "UPKEEP_MAX_REVIEWS"),
+        ("no-review", "UPKEEP_NO_REVIEW"),
+        ("review-model", "UPKEEP_REVIEW_MODEL"),
     ] {
         assert_eq!(
             run["env"][variable].as_str(),
             Some(format!("${{{{ inputs.{input} }}}}").as_str()),
             "{input} -> {variable}"
         );
+    }
+    // ...and every UPKEEP_* variable the step sets is one `upkeep run` or `upkeep fleet` reads
+    // (UPKEEP_ACTION_* are the step's own).
+    let cli = <upkeep::cli::Cli as clap::CommandFactory>::command();
+    let read: Vec<String> = ["run", "fleet"]
+        .into_iter()
+        .filter_map(|name| cli.find_subcommand(name))
+        .flat_map(|command| command.get_arguments())
+        .filter_map(|arg| arg.get_env())
+        .map(|env| env.to_string_lossy().into_owned())
+        .collect();
+    for (variable, _) in hash_entries(&run["env"]) {
+        if variable.starts_with("UPKEEP_") && !variable.starts_with("UPKEEP_ACTION_") {
+            assert!(
+                read.iter().any(|known| known == variable),
+                "{variable} is read by no flag"
+            );
+        }
     }
     for variable in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"] {
         let value = run["env"][variable]
