@@ -19,6 +19,10 @@ use crate::exec::{CommandSettings, LimitsConfig};
 use crate::kinds::{ForgeKind, ProviderKind};
 use crate::repo::Identity;
 
+pub mod error;
+
+pub use error::ConfigError;
+
 /// File name of the per-repository configuration.
 pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
 pub const DEFAULT_MAX_TURNS: u32 = 20;
@@ -38,17 +42,6 @@ pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
 pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
 /// What a comment on the bot's pull request says to ask for work.
 pub const DEFAULT_TRIGGER_PHRASE: &str = "@upkeep";
-
-/// A problem with the command line or a config file, found before any work started.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
-
-impl ConfigError {
-    pub fn key(key: &str, problem: impl std::fmt::Display) -> Self {
-        ConfigError(format!("invalid `{key}`: {problem}"))
-    }
-}
 
 /// The keys of `.upkeep.toml` (and of the operator's `--config`, which adds `[[tools]]` and
 /// `[prices]`). Unknown keys are errors, so a typo does not silently do nothing.
