@@ -33,7 +33,7 @@ pub mod prompt;
 pub mod review;
 pub mod team;
 
-pub use catalogue::{AgentConfig, AgentDefinition, Catalogue};
+pub use catalogue::{AgentDefinition, Catalogue};
 pub use context::{ExecContext, Spend};
 pub use models::Models;
 pub use team::Team;

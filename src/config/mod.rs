@@ -8,25 +8,27 @@
 //! checked before the first model call. Errors name the offending key and map to exit code 2.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::SecretString;
-use serde::Deserialize;
 
 use crate::cli::RunArgs;
-use crate::exec::{CommandSettings, LimitsConfig};
+use crate::exec::CommandSettings;
 use crate::kinds::{ForgeKind, ProviderKind};
 use crate::repo::Identity;
 
 pub mod error;
+pub mod file;
 pub mod source;
 
 pub use error::ConfigError;
+pub use file::{
+    AgentConfig, DeclaredToolConfig, FileConfig, MIN_CONTEXT_WINDOW, ModelConfig, ParameterConfig, Price,
+    REPO_CONFIG_FILE,
+};
 pub use source::RepoSource;
 
-/// File name of the per-repository configuration.
-pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
 pub const DEFAULT_MAX_TURNS: u32 = 20;
 pub const DEFAULT_MAX_CYCLES: u32 = 10;
 pub const DEFAULT_LABEL: &str = "upkeep";
@@ -38,184 +40,10 @@ pub const DEFAULT_SHELL_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
 /// Long enough for a slow local model to start answering a large request.
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 300;
-/// No model worth running has a smaller window, and the prompt alone needs about this much.
-pub const MIN_CONTEXT_WINDOW: u64 = 1024;
 pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
 pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
 /// What a comment on the bot's pull request says to ask for work.
 pub const DEFAULT_TRIGGER_PHRASE: &str = "@upkeep";
-
-/// The keys of `.upkeep.toml` (and of the operator's `--config`, which adds `[[tools]]` and
-/// `[prices]`). Unknown keys are errors, so a typo does not silently do nothing.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    pub base: Option<String>,
-    pub label: Option<String>,
-    pub tasks_file: Option<String>,
-    pub instructions: Option<String>,
-    pub protected_paths: Option<Vec<String>>,
-    pub max_turns: Option<u32>,
-    #[serde(default)]
-    pub tools: Vec<DeclaredToolConfig>,
-    #[serde(default)]
-    pub prices: BTreeMap<String, Price>,
-    /// Resource limits for commands; operator-only (see [`FileConfig::parse_repository`]).
-    pub limits: Option<LimitsConfig>,
-    /// Fleet limits (DESIGN section 13; [`crate::fleet::limits`]): most open bot pull requests
-    /// and most opened in the last hour (0: no limit), the time windows upkeep may work in and
-    /// their time zone, and whether to keep the dashboard issue. A repository may tighten the
-    /// operator's limits, never loosen them.
-    pub pr_limit: Option<u32>,
-    pub pr_hourly_limit: Option<u32>,
-    pub schedule: Option<Vec<String>>,
-    pub timezone: Option<String>,
-    pub dashboard: Option<bool>,
-    /// `schedule` and `timezone` as checked by [`FileConfig::parse`].
-    #[serde(skip)]
-    pub schedule_keys: crate::fleet::schedule::ScheduleKeys,
-    /// Per-model settings; operator-only (the repository's file may not set them).
-    #[serde(default)]
-    pub models: BTreeMap<String, ModelConfig>,
-    /// The phrase that asks upkeep to act on a pull request comment; operator-only (it is
-    /// needed before the repository is cloned).
-    pub trigger_phrase: Option<String>,
-    /// Sub-agents the model may delegate to (`[[agents]]`); operator-only (DESIGN section 12).
-    #[serde(default)]
-    pub agents: Vec<crate::agents::AgentConfig>,
-    /// Declared command tools run before every push (`checks = ["cargo_test"]`); operator-only.
-    #[serde(default)]
-    pub checks: Vec<String>,
-}
-
-/// `[models."name"]` in the operator's config.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfig {
-    /// The model's context window in tokens (what `--context-window` sets).
-    pub context_window: Option<u64>,
-}
-
-/// A declared command tool: a fixed program plus argument templates, never a shell string.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct DeclaredToolConfig {
-    /// Where the declaration was read (`--config <path>` or `.upkeep.toml`), for errors and
-    /// for `run_started`/`cycle_started`, which say which program each exposed tool runs.
-    #[serde(skip)]
-    pub declared_in: String,
-    pub name: String,
-    pub description: String,
-    pub cmd: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub parameters: BTreeMap<String, ParameterConfig>,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ParameterConfig {
-    #[serde(rename = "type", default = "default_parameter_type")]
-    pub kind: String,
-    pub description: Option<String>,
-    #[serde(rename = "enum")]
-    pub allowed: Option<Vec<String>>,
-    pub pattern: Option<String>,
-    #[serde(rename = "maxLength")]
-    pub max_length: Option<usize>,
-    #[serde(default)]
-    pub optional: bool,
-}
-
-fn default_parameter_type() -> String {
-    "string".into()
-}
-
-/// Price of a model in US dollars per million tokens. Input read from the provider's prompt
-/// cache and input written to it have their own rates; a missing one means the input rate.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
-    #[serde(default)]
-    pub cached_input_per_mtok: Option<f64>,
-    #[serde(default)]
-    pub cache_write_per_mtok: Option<f64>,
-}
-
-impl FileConfig {
-    /// Parses a config file's text; `origin` names the file in error messages.
-    pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
-        let mut parsed: FileConfig =
-            toml::from_str(text).map_err(|error| ConfigError(format!("{origin} is not valid: {error}")))?;
-        if parsed.max_turns == Some(0) {
-            return Err(ConfigError(format!(
-                "{origin}: invalid `max_turns`: must be at least 1"
-            )));
-        }
-        for (model, settings) in &parsed.models {
-            if settings
-                .context_window
-                .is_some_and(|window| window < MIN_CONTEXT_WINDOW)
-            {
-                return Err(ConfigError(format!(
-                    "{origin}: invalid `models.\"{model}\".context_window`: must be at least {MIN_CONTEXT_WINDOW} tokens"
-                )));
-            }
-        }
-        for pattern in parsed.protected_paths.iter().flatten() {
-            globset::Glob::new(pattern).map_err(|error| {
-                ConfigError(format!(
-                    "{origin}: invalid `protected_paths` entry {pattern:?}: {error}"
-                ))
-            })?;
-        }
-        parsed.schedule_keys =
-            crate::fleet::schedule::ScheduleKeys::parse(parsed.schedule.as_deref(), parsed.timezone.as_deref())
-                .map_err(|error| ConfigError(format!("{origin}: {error}")))?;
-        Ok(parsed)
-    }
-
-    /// Parses the target repository's `.upkeep.toml`. The repository is untrusted: it may not
-    /// set keys that only the operator may set, and a file it names must stay inside it.
-    pub fn parse_repository(text: &str) -> Result<Self, ConfigError> {
-        let parsed = Self::parse(text, REPO_CONFIG_FILE)?;
-        let operator_only = [
-            ("prices", !parsed.prices.is_empty()),
-            ("limits", parsed.limits.is_some()),
-            // The model's window: a repository cannot make upkeep send requests its model
-            // refuses (or, with Ollama, reserve a huge context).
-            ("models", !parsed.models.is_empty()),
-            ("trigger_phrase", parsed.trigger_phrase.is_some()),
-            // Sub-agents and checks decide what runs with which tools and what gates a push.
-            ("agents", !parsed.agents.is_empty()),
-            ("checks", !parsed.checks.is_empty()),
-        ];
-        if let Some((key, _)) = operator_only.iter().find(|(_, set)| *set) {
-            return Err(ConfigError(format!(
-                "{REPO_CONFIG_FILE}: `{key}` is operator-only: set it in the file given to --config, not in the repository"
-            )));
-        }
-        if let Some(tasks_file) = &parsed.tasks_file {
-            crate::repo::fs::normalise(tasks_file).map_err(|error| {
-                ConfigError(format!(
-                    "{REPO_CONFIG_FILE}: invalid `tasks_file`: {error} (it names a file inside the repository)"
-                ))
-            })?;
-        }
-        Ok(parsed)
-    }
-
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| ConfigError(format!("cannot read config file {}: {error}", path.display())))?;
-        Self::parse(&text, &path.display().to_string())
-    }
-}
 
 /// What the settings are resolved for: a run needs credentials, printing the prompt does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
