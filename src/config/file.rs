@@ -171,9 +171,8 @@ impl FileConfig {
                 ))
             })?;
         }
-        parsed.schedule_keys =
-            ScheduleKeys::parse(parsed.schedule.as_deref(), parsed.timezone.as_deref())
-                .map_err(|error| ConfigError(format!("{origin}: {error}")))?;
+        parsed.schedule_keys = ScheduleKeys::parse(parsed.schedule.as_deref(), parsed.timezone.as_deref())
+            .map_err(|error| ConfigError(format!("{origin}: {error}")))?;
         Ok(parsed)
     }
 
