@@ -171,7 +171,7 @@ pub struct Config {
     pub operator: FileConfig,
     /// Sub-agents, the reviewer and checks (`--max-depth`, `--max-reviews`, `--no-review`,
     /// `--review-model`, `[[agents]]`, `checks`).
-    pub agents: crate::agents::AgentSettings,
+    pub agents: crate::agents::settings::AgentSettings,
     /// Set by `upkeep fleet`, which runs this repository as one of many: its events carry this
     /// name as `repo`, and its lines for people start with it.
     pub fleet_member: Option<String>,

@@ -20,6 +20,7 @@ use super::{
     Budgets, Config, DEFAULT_MAX_CYCLES, DEFAULT_OUTPUT_CAP, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SHELL_TIMEOUT_SECS,
     DEFAULT_TRIGGER_PHRASE, GitHubSettings, Mode, ProviderSettings, env_secret,
 };
+use crate::agents::settings::AgentSettings;
 use crate::cli::RunArgs;
 use crate::exec::CommandSettings;
 use crate::kinds::{ForgeKind, ProviderKind};
@@ -64,7 +65,7 @@ impl Config {
         check_pull_request(args, forge)?;
         let trigger_phrase = trigger_phrase(args, &operator)?;
         provider.context_window = context_window(args, &operator, provider.kind);
-        let agents = crate::agents::AgentSettings::resolve(args, &operator)?;
+        let agents = AgentSettings::resolve(args, &operator.agents, &operator.checks, &operator.tools)?;
         Ok(Config {
             source,
             task,
