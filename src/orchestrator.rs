@@ -765,7 +765,7 @@ impl Runner<'_> {
     /// Whether the operator's `schedule` holds work back now (the repository's own schedule is
     /// read from its clone, in [`Runner::cycle`]).
     fn outside_operator_schedule(&self) -> Option<Held> {
-        Limits::resolve(&self.config.operator, &FileConfig::default()).outside_schedule(jiff::Timestamp::now())
+        Limits::operator_only(self.config.operator.limit_keys()).outside_schedule(jiff::Timestamp::now())
     }
 
     /// A cycle held back by a limit: says why (`limit_reached`), opens nothing.

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::error::ConfigError;
 use crate::exec::LimitsConfig;
+use crate::fleet::limits::LimitKeys;
 use crate::fleet::schedule::ScheduleKeys;
 
 /// File name of the per-repository configuration.
@@ -204,6 +205,15 @@ impl FileConfig {
             })?;
         }
         Ok(parsed)
+    }
+
+    /// The keys the fleet limits read (`pr_limit`, `pr_hourly_limit`, the checked schedule).
+    pub fn limit_keys(&self) -> LimitKeys<'_> {
+        LimitKeys {
+            pr_limit: self.pr_limit,
+            pr_hourly_limit: self.pr_hourly_limit,
+            schedule: &self.schedule_keys,
+        }
     }
 
     pub fn load(path: &Path) -> Result<Self, ConfigError> {

@@ -27,7 +27,7 @@ impl Config {
             declared_tools: declared_tools(&self.operator, repo_file),
             // Prices are the operator's alone (a repository file that sets them is refused).
             prices: self.operator.prices.clone(),
-            limits: Limits::resolve(&self.operator, repo_file),
+            limits: Limits::resolve(self.operator.limit_keys(), repo_file.limit_keys()),
             dashboard: self.operator.dashboard.or(repo_file.dashboard).unwrap_or(false),
         }
     }
