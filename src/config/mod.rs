@@ -11,9 +11,10 @@
 //! defaults. Reading is done by the files around it, each depending only on those below:
 //! [`error`] (the one error), [`file`] (the shapes of both config files), [`source`]
 //! (`--repo`), `resolve` (flags and the operator's file -> [`Config`]) and `repo_settings`
-//! (plus the repository's file -> [`RepoSettings`]). The modules that config itself uses
-//! (the agents' settings, the fleet limits) import only the leaves, `config::error` and
-//! `config::file`, never this file: no import loop runs through config.
+//! (plus the repository's file -> [`RepoSettings`]). The modules that config itself uses never
+//! import this file: the agents' settings read only the leaves (`config::error`,
+//! `config::file`), and the fleet limits read a [`crate::fleet::limits::LimitKeys`] that
+//! [`FileConfig::limit_keys`] builds. So no import loop runs through config.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -195,6 +196,8 @@ pub struct RepoSettings {
     pub dashboard: bool,
 }
 
+/// The first of `names` that is set to something other than blanks: CI systems pass a secret
+/// that is not configured as an empty variable, which must read as unset.
 fn env_secret(names: &[&str]) -> Option<SecretString> {
     names
         .iter()
@@ -202,6 +205,7 @@ fn env_secret(names: &[&str]) -> Option<SecretString> {
         .map(SecretString::from)
 }
 
+/// A variable's value, or `default` when it is unset or blank (see [`env_secret`]).
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name)
         .ok()
