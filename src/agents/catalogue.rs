@@ -8,11 +8,11 @@
 //! run's tools are known (see [`super::team`]). An entry named like a built-in replaces it (the
 //! reviewer keeps its verdict shape, which the gate before a push reads).
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::answer::{AnswerSchema, verdict_schema};
-use crate::config::ConfigError;
+use crate::config::error::ConfigError;
+use crate::config::file::AgentConfig;
 
 /// The built-in read-only agent that answers questions about the code.
 pub const EXPLORER: &str = "explorer";
@@ -24,25 +24,6 @@ pub const DEFAULT_AGENT_TURNS: u32 = 10;
 const MAIN_AGENT_ONLY: &[&str] = &["finish", "ask_question", "create_pull_request", "complete_task"];
 /// What the reading agents hold.
 const READ_TOOLS: &[&str] = &["read_file", "list_files", "search_files"];
-
-/// `[[agents]]` in the operator's `--config`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct AgentConfig {
-    pub name: String,
-    /// What the agent is for, as the `delegate` tool lists it.
-    pub description: String,
-    /// The agent's own instructions, appended to the sub-agent system prompt.
-    pub instructions: String,
-    /// Tools by name: a subset of what the run allows.
-    #[serde(default)]
-    pub tools: Vec<String>,
-    pub max_turns: Option<u32>,
-    /// The model the agent asks, when not the run's.
-    pub model: Option<String>,
-    /// JSON schema (a TOML table) the answer must satisfy; without one the answer is text.
-    pub output_schema: Option<Value>,
-}
 
 /// What a sub-agent's answer must be.
 #[derive(Debug, Clone, PartialEq)]
@@ -224,7 +205,7 @@ mod tests {
     use super::*;
 
     fn agent(toml_text: &str) -> Result<Catalogue, ConfigError> {
-        let file = crate::config::FileConfig::parse(toml_text, "ops.toml").expect("parses");
+        let file = crate::config::file::FileConfig::parse(toml_text, "ops.toml").expect("parses");
         Catalogue::new(&file.agents)
     }
 

@@ -20,9 +20,6 @@
 //!   commits; a failure is the call's result, so the model fixes and tries again; after
 //!   `--max-reviews` rounds the pull request opens with the unresolved findings ([`review`]).
 
-use crate::cli::RunArgs;
-use crate::config::{ConfigError, FileConfig};
-
 pub mod answer;
 pub mod catalogue;
 pub mod checks;
@@ -31,11 +28,13 @@ mod level;
 pub mod models;
 pub mod prompt;
 pub mod review;
+pub mod settings;
 pub mod team;
 
-pub use catalogue::{AgentConfig, AgentDefinition, Catalogue};
+pub use catalogue::{AgentDefinition, Catalogue};
 pub use context::{ExecContext, Spend};
 pub use models::Models;
+pub use settings::{AgentSettings, DEFAULT_MAX_DEPTH, DEFAULT_MAX_REVIEWS};
 pub use team::Team;
 
 /// The main agent's part in delegation: `delegate`, listing every agent it may ask (with
@@ -57,81 +56,4 @@ pub fn equip_main_agent(registry: &mut crate::tools::ToolRegistry, settings: &Ag
         .map(|agent| (agent.name.clone(), agent.description.clone()))
         .collect();
     registry.add(Box::new(crate::tools::delegate::Delegate::new(agents)));
-}
-
-/// `--max-depth` when not given: the main agent's sub-agents may delegate once more.
-pub const DEFAULT_MAX_DEPTH: u32 = 2;
-/// `--max-reviews` when not given.
-pub const DEFAULT_MAX_REVIEWS: u32 = 2;
-
-/// What the operator decided about sub-agents, the reviewer and checks.
-#[derive(Debug, Clone)]
-pub struct AgentSettings {
-    /// Deepest delegation level: root is 0.
-    pub max_depth: u32,
-    /// Review rounds before a pull request opens anyway with the unresolved findings.
-    pub max_reviews: u32,
-    /// Whether the reviewer approves changes before they are pushed (`--no-review` clears it).
-    pub review: bool,
-    /// The reviewer's model, when not the main one (`--review-model`).
-    pub review_model: Option<String>,
-    /// The built-in agents and the operator's `[[agents]]`.
-    pub catalogue: Catalogue,
-    /// Declared command tools run before every push (`checks`).
-    pub checks: Vec<String>,
-}
-
-impl Default for AgentSettings {
-    fn default() -> Self {
-        Self {
-            max_depth: DEFAULT_MAX_DEPTH,
-            max_reviews: DEFAULT_MAX_REVIEWS,
-            review: true,
-            review_model: None,
-            catalogue: Catalogue::builtin(),
-            checks: Vec::new(),
-        }
-    }
-}
-
-impl AgentSettings {
-    /// The settings from flags, environment and the operator's `--config`, checked before any
-    /// work: a broken `[[agents]]` entry or a check that names no declared tool is exit 2.
-    pub fn resolve(args: &RunArgs, operator: &FileConfig) -> Result<Self, ConfigError> {
-        let review_model = args
-            .review_model
-            .as_deref()
-            .map(str::trim)
-            .filter(|model| !model.is_empty())
-            .map(str::to_owned);
-        if args.review_model.is_some() && review_model.is_none() {
-            return Err(ConfigError::key("--review-model", "is empty"));
-        }
-        let catalogue = Catalogue::new(&operator.agents)?;
-        let mut checks: Vec<String> = Vec::new();
-        for name in &operator.checks {
-            let Some(tool) = operator.tools.iter().find(|tool| &tool.name == name) else {
-                return Err(ConfigError(format!(
-                    "--config: `checks` names `{name}`, which is not a [[tools]] entry of the same file (checks run the operator's declared command tools)"
-                )));
-            };
-            if let Some((parameter, _)) = tool.parameters.iter().find(|(_, parameter)| !parameter.optional) {
-                return Err(ConfigError(format!(
-                    "--config: the check `{name}` cannot run: its parameter `{parameter}` is required, and a check runs with no arguments"
-                )));
-            }
-            if checks.contains(name) {
-                return Err(ConfigError(format!("--config: `checks` names `{name}` twice")));
-            }
-            checks.push(name.clone());
-        }
-        Ok(Self {
-            max_depth: args.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
-            max_reviews: args.max_reviews.unwrap_or(DEFAULT_MAX_REVIEWS),
-            review: !args.no_review,
-            review_model,
-            catalogue,
-            checks,
-        })
-    }
 }

@@ -21,8 +21,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::schedule::Schedule;
-use crate::config::FileConfig;
+use super::schedule::{Schedule, ScheduleKeys};
 use crate::forge::{Forge, ForgeError, PullRequest};
 
 pub const DEFAULT_PR_LIMIT: u32 = 5;
@@ -36,6 +35,16 @@ pub struct Limits {
     pub pr_hourly_limit: Option<u32>,
     /// Every schedule here must allow the moment (the operator's, the repository's).
     pub schedules: Vec<Schedule>,
+}
+
+/// What one config file says about limits: all that [`Limits::resolve`] reads of it. Config
+/// builds it (`FileConfig::limit_keys`), so the limits do not depend on the file's other keys.
+#[derive(Debug, Clone, Copy)]
+pub struct LimitKeys<'a> {
+    pub pr_limit: Option<u32>,
+    pub pr_hourly_limit: Option<u32>,
+    /// `schedule` and `timezone`, as checked when the file was read.
+    pub schedule: &'a ScheduleKeys,
 }
 
 /// Which limit held a cycle back.
@@ -75,10 +84,10 @@ fn tighter(operator: Option<u32>, repository: Option<u32>) -> Option<u32> {
 
 impl Limits {
     /// The limits of a run: the operator's file (or the defaults), tightened by the repository's.
-    pub fn resolve(operator: &FileConfig, repository: &FileConfig) -> Self {
+    pub fn resolve(operator: LimitKeys<'_>, repository: LimitKeys<'_>) -> Self {
         let schedules = [
-            operator.schedule_keys.schedule(None),
-            repository.schedule_keys.schedule(Some(&operator.schedule_keys)),
+            operator.schedule.schedule(None),
+            repository.schedule.schedule(Some(operator.schedule)),
         ]
         .into_iter()
         .flatten()
@@ -91,6 +100,18 @@ impl Limits {
             ),
             schedules,
         }
+    }
+
+    /// The operator's limits alone: what holds before the repository's file is read (the
+    /// schedule check before the clone).
+    pub fn operator_only(operator: LimitKeys<'_>) -> Self {
+        let nothing_set = ScheduleKeys::default();
+        let repository = LimitKeys {
+            pr_limit: None,
+            pr_hourly_limit: None,
+            schedule: &nothing_set,
+        };
+        Self::resolve(operator, repository)
     }
 
     /// The first schedule that does not allow `now`.

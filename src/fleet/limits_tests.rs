@@ -1,6 +1,7 @@
 use async_trait::async_trait;
 
 use super::*;
+use crate::config::FileConfig;
 use crate::forge::{OpenPullRequest, PullRequestActivity, PullRequestDraft};
 use crate::repo::Workspace;
 
@@ -18,14 +19,14 @@ fn a_repository_tightens_but_never_loosens() {
         ("pr_limit = 2\npr_hourly_limit = 1\n", Some(2), Some(1)),
     ];
     for (repository, pr_limit, hourly) in cases {
-        let limits = Limits::resolve(&operator, &file(repository));
+        let limits = Limits::resolve(operator.limit_keys(), file(repository).limit_keys());
         assert_eq!(
             (limits.pr_limit, limits.pr_hourly_limit),
             (pr_limit, hourly),
             "{repository:?}"
         );
     }
-    let defaults = Limits::resolve(&FileConfig::default(), &FileConfig::default());
+    let defaults = Limits::resolve(FileConfig::default().limit_keys(), FileConfig::default().limit_keys());
     assert_eq!(defaults.pr_limit, Some(DEFAULT_PR_LIMIT));
     assert_eq!(defaults.pr_hourly_limit, Some(DEFAULT_PR_HOURLY_LIMIT));
 }
@@ -34,7 +35,7 @@ fn a_repository_tightens_but_never_loosens() {
 fn both_schedules_must_allow_the_moment() {
     let operator = file("schedule = [\"after 20:00\"]\n");
     let repository = file("schedule = [\"before 23:00\"]\n");
-    let limits = Limits::resolve(&operator, &repository);
+    let limits = Limits::resolve(operator.limit_keys(), repository.limit_keys());
     let at = |hour: i8| {
         jiff::civil::date(2024, 1, 2)
             .at(hour, 30, 0, 0)
@@ -55,6 +56,30 @@ fn both_schedules_must_allow_the_moment() {
         held.message.contains("opens next at Tue 20:00 (UTC)"),
         "{}",
         held.message
+    );
+}
+
+/// Before the clone only the operator's file is known: its limits and schedule hold alone, as
+/// if the repository set nothing.
+#[test]
+fn the_operators_limits_alone_hold_before_the_clone() {
+    let operator = file("pr_limit = 3\nschedule = [\"after 20:00\"]\n");
+    let limits = Limits::operator_only(operator.limit_keys());
+    assert_eq!(
+        (limits.pr_limit, limits.pr_hourly_limit),
+        (Some(3), Some(DEFAULT_PR_HOURLY_LIMIT))
+    );
+    let noon = jiff::civil::date(2024, 1, 2)
+        .at(12, 0, 0, 0)
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .expect("exists")
+        .timestamp();
+    let held = limits.outside_schedule(noon).expect("the operator's window is closed");
+    assert!(held.message.contains("after 20:00"), "{}", held.message);
+    assert!(
+        Limits::operator_only(FileConfig::default().limit_keys())
+            .schedules
+            .is_empty()
     );
 }
 

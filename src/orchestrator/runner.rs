@@ -5,7 +5,7 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::budget::Budget;
-use crate::config::{Config, ConfigError, FileConfig, Mode, RepoSettings, RepoSource};
+use crate::config::{Config, ConfigError, Mode, RepoSettings, RepoSource};
 use crate::conversation::local::LocalResume;
 use crate::conversation::{ConversationError, CycleWork};
 use crate::events::{Event, EventSink, Scope};
@@ -342,7 +342,7 @@ impl Runner<'_> {
     /// Whether the operator's `schedule` holds work back now (the repository's own schedule is
     /// read from its clone, in [`Runner::cycle`]).
     pub(super) fn outside_operator_schedule(&self) -> Option<Held> {
-        Limits::resolve(&self.config.operator, &FileConfig::default()).outside_schedule(jiff::Timestamp::now())
+        Limits::operator_only(self.config.operator.limit_keys()).outside_schedule(jiff::Timestamp::now())
     }
 
     /// A cycle held back by a limit: says why (`limit_reached`), opens nothing.

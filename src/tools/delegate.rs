@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
-use crate::agents::ExecContext;
+use crate::agents::context::ExecContext;
 
 /// What a pull request is about to carry, for the gate before the push.
 #[derive(Debug, Clone, Copy)]
