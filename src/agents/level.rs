@@ -31,6 +31,25 @@ pub struct Level<'s, 'b> {
     pub(super) turn: u32,
 }
 
+impl<'a> Team<'a> {
+    /// What the tools of `agent`'s turn `turn` get: its context, sub-agents and the gate.
+    pub fn level<'s, 'b>(
+        &'s self,
+        agent: &'s Agent<'s>,
+        exec: &'s ExecContext,
+        spend: &'s Spend<'b>,
+        turn: u32,
+    ) -> Level<'s, 'b> {
+        Level {
+            team: self,
+            agent,
+            exec,
+            spend,
+            turn,
+        }
+    }
+}
+
 impl Level<'_, '_> {
     /// An event of the calling agent's turn.
     pub(super) fn emit(&self, event: Event) {
@@ -135,6 +154,6 @@ impl SubAgents for Level<'_, '_> {
         proposal: &Proposal<'_>,
         ctx: &ToolContext<'_>,
     ) -> Result<Approval, ToolError> {
-        super::review::approve(self, proposal, ctx).await
+        self.approve(proposal, ctx).await
     }
 }

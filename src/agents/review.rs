@@ -27,17 +27,7 @@ use crate::tools::{ToolContext, ToolError};
 /// Bytes of a failed check's output kept in a pull request body.
 const MAX_CHECK_OUTPUT_IN_BODY: usize = 4 * 1024;
 
-/// The review rounds of one cycle.
-#[derive(Debug, Default)]
-pub struct ReviewState {
-    rounds: u32,
-    /// The digest of the last change that passed: not reviewed again.
-    approved: Option<[u8; 32]>,
-    /// What the last pull request opened with, after the rounds ran out.
-    pub(super) unresolved: Vec<String>,
-}
-
-fn state<'a>(level: &'a Level<'_, '_>) -> std::sync::MutexGuard<'a, ReviewState> {
+fn state<'a>(level: &'a Level<'_, '_>) -> std::sync::MutexGuard<'a, super::team::ReviewState> {
     level
         .team
         .review
@@ -45,12 +35,14 @@ fn state<'a>(level: &'a Level<'_, '_>) -> std::sync::MutexGuard<'a, ReviewState>
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The gate: checks, then the reviewer. See the module header.
-pub(super) async fn approve(
-    level: &Level<'_, '_>,
-    proposal: &Proposal<'_>,
-    ctx: &ToolContext<'_>,
-) -> Result<Approval, ToolError> {
+impl Level<'_, '_> {
+    /// The gate: checks, then the reviewer. See the module header.
+    pub(super) async fn approve(&self, proposal: &Proposal<'_>, ctx: &ToolContext<'_>) -> Result<Approval, ToolError> {
+        approve(self, proposal, ctx).await
+    }
+}
+
+async fn approve(level: &Level<'_, '_>, proposal: &Proposal<'_>, ctx: &ToolContext<'_>) -> Result<Approval, ToolError> {
     let team = level.team;
     let settings = team.settings;
     if !settings.review && team.checks.is_empty() {

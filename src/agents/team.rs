@@ -12,11 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::answer::AnswerSchema;
 use super::catalogue::{AgentDefinition, AnswerShape, REVIEWER};
-use super::context::{ExecContext, Spend};
-use super::level::Level;
-use super::review::ReviewState;
 use super::{AgentSettings, Models};
-use crate::agent::Agent;
 use crate::config::{Config, ConfigError, ModelConfig, Price, ProviderSettings, RepoSettings};
 use crate::instructions::AgentInstructions;
 use crate::llm::{Provider, pricing, window};
@@ -37,6 +33,16 @@ pub struct TeamParts<'a> {
     pub agent_instructions: Option<&'a AgentInstructions>,
     /// Where warnings about the agents' tools go (an agent's tool this run withholds).
     pub notice: &'a (dyn Fn(&str) + Sync),
+}
+
+/// The review rounds of one cycle.
+#[derive(Debug, Default)]
+pub struct ReviewState {
+    pub(super) rounds: u32,
+    /// The digest of the last change that passed: not reviewed again.
+    pub(super) approved: Option<[u8; 32]>,
+    /// What the last pull request opened with, after the rounds ran out.
+    pub(super) unresolved: Vec<String>,
 }
 
 pub struct Team<'a> {
@@ -111,23 +117,6 @@ impl<'a> Team<'a> {
             checks,
             review: Mutex::new(ReviewState::default()),
         })
-    }
-
-    /// What the tools of `agent`'s turn `turn` get: its context, sub-agents and the gate.
-    pub fn level<'s, 'b>(
-        &'s self,
-        agent: &'s Agent<'s>,
-        exec: &'s ExecContext,
-        spend: &'s Spend<'b>,
-        turn: u32,
-    ) -> Level<'s, 'b> {
-        Level {
-            team: self,
-            agent,
-            exec,
-            spend,
-            turn,
-        }
     }
 
     /// The price of `model` in this cycle's price table.
