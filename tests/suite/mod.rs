@@ -10,6 +10,7 @@ mod context;
 mod continuation;
 mod conversation;
 mod core;
+mod docs;
 mod fleet;
 mod git_boundary;
 mod git_http_server;
