@@ -7,24 +7,12 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use crate::config::{Config, ConfigError, DEFAULT_LABEL, RepoSource};
+use crate::config::{Config, ConfigError, RepoSource};
 use crate::forge::{Forge, IssueComment, OWN_QUESTION_AUTHOR, github::GitHubForge};
 use crate::kinds::ForgeKind;
 
 /// Longest issue body or comment put into the task text (the prompt has a budget).
 const MAX_ISSUE_TEXT_CHARS: usize = 16 * 1024;
-
-/// The label that marks tasks: `--label`/`UPKEEP_LABEL`, the operator's config, or `upkeep`.
-/// The repository's `.upkeep.toml` is not read yet (it needs a clone); workflows check the
-/// label in their `if:` anyway.
-pub(super) fn task_label(config: &Config) -> String {
-    config
-        .overrides
-        .label
-        .clone()
-        .or_else(|| config.operator.label.clone())
-        .unwrap_or_else(|| DEFAULT_LABEL.to_owned())
-}
 
 /// An issue named by an `issues` `labeled` event.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -30,8 +30,8 @@ use crate::config::{Config, ConfigError};
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 
+use issue_event::issue_comments;
 pub use issue_event::{EventTask, LabelledIssue, issue_task, read_issues_event};
-use issue_event::{issue_comments, task_label};
 pub use report::{annotation, escape_data, format_output, job_summary, outputs, workflow_command};
 
 /// Longest question or error kept in an output, the summary or an annotation. GitHub caps a
@@ -104,7 +104,7 @@ impl Actions {
             .ok_or_else(|| ConfigError("GITHUB_EVENT_NAME is `issues` but GITHUB_EVENT_PATH is not set".into()))?;
         let text = std::fs::read_to_string(path)
             .map_err(|error| ConfigError(format!("reading the event payload {}: {error}", path.display())))?;
-        let label = task_label(config);
+        let label = config.operator_label();
         let issue = match read_issues_event(&text, &label, &config.source)? {
             EventTask::Ignored(why) => {
                 eprintln!("upkeep: {}; working as configured", crate::text::escape_terminal(&why));

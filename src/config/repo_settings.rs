@@ -32,6 +32,25 @@ impl Config {
         }
     }
 
+    /// The base branch the operator chose (flag, environment or `--config`), before any
+    /// repository is read: a clone starts from it, and the repository's `.upkeep.toml` may name
+    /// a base only where the operator named none.
+    pub fn operator_base(&self) -> Option<String> {
+        [&self.overrides, &self.operator]
+            .iter()
+            .find_map(|layer| layer.base.clone())
+    }
+
+    /// The task label as far as it is known before a clone (flag, environment, `--config`,
+    /// else the default): what an Actions `issues` event is checked against. The repository's
+    /// `.upkeep.toml` can only be read from a clone; workflows check the label in `if:` anyway.
+    pub fn operator_label(&self) -> String {
+        [&self.overrides, &self.operator]
+            .iter()
+            .find_map(|layer| layer.label.clone())
+            .unwrap_or_else(|| DEFAULT_LABEL.into())
+    }
+
     /// The flag's or the operator's `max_turns`; else the repository's, capped at the default,
     /// so an untrusted file cannot make a cycle longer than the operator expects.
     fn max_turns(&self, repo_file: &FileConfig) -> u32 {

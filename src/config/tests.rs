@@ -93,3 +93,29 @@ fn limits_are_operator_only() {
     let error = FileConfig::parse("[limits]\nmemory = 1\n", "ops.toml").expect_err("unknown key");
     assert!(error.to_string().contains("memory"), "{error}");
 }
+
+#[test]
+fn the_base_and_the_label_resolve_in_one_place_with_the_same_precedence() {
+    let mut config = test_config();
+    let repo = FileConfig::parse_repository("base = \"develop\"\nlabel = \"bot\"\n").expect("parses");
+    // Nothing from the operator: the repository's file decides, the defaults fill in before it.
+    assert_eq!(config.operator_base(), None);
+    assert_eq!(config.operator_label(), DEFAULT_LABEL);
+    assert_eq!(config.repo_settings(&repo).base.as_deref(), Some("develop"));
+    assert_eq!(config.repo_settings(&repo).label, "bot");
+    // The operator's file outranks the repository's; a flag outranks both.
+    config.operator.base = Some("stable".into());
+    config.operator.label = Some("ops".into());
+    assert_eq!(config.operator_base().as_deref(), Some("stable"));
+    assert_eq!(config.operator_label(), "ops");
+    assert_eq!(config.repo_settings(&repo).base.as_deref(), Some("stable"));
+    config.overrides.base = Some("main".into());
+    config.overrides.label = Some("flag".into());
+    assert_eq!(config.operator_base().as_deref(), Some("main"));
+    assert_eq!(config.operator_label(), "flag");
+    let settings = config.repo_settings(&repo);
+    assert_eq!(
+        (settings.base.as_deref(), settings.label.as_str()),
+        (Some("main"), "flag")
+    );
+}

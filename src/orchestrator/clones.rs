@@ -43,12 +43,12 @@ impl Runner<'_> {
     /// `.upkeep.toml`, which a refresh of the base alone would not see change.
     pub(super) async fn prepare(&mut self, cycle: u32) -> Result<(Workspace, RepoSettings, bool), RunError> {
         let config = self.config;
+        // A review follow-up works on its pull request's base, whatever else is configured.
         let explicit_base = self
             .conversation
             .pull_request_base
             .clone()
-            .or_else(|| config.overrides.base.clone())
-            .or_else(|| config.operator.base.clone());
+            .or_else(|| config.operator_base());
         if let Some(kept) = self.kept.take() {
             match self.refresh(kept).await {
                 Ok(workspace) => {
