@@ -35,7 +35,10 @@
 //! part (stable until the next step) and the last message of the request are marked as cache
 //! breakpoints; Anthropic adds one on the system prompt (four in all, as its API allows).
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+
+pub use super::condense::ToolResult;
+use super::condense::{MIN_MASKED_BYTES, cut_output, elide_arguments, render_results, stub_or_output};
 
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{Message, window};
@@ -47,25 +50,8 @@ pub const KEEP_WHOLE_TURNS: usize = 3;
 pub const MASK_STEP_TOKENS: u64 = 8_192;
 /// Older whole results are masked once they add up to more than this, whatever the step costs.
 pub const MAX_CARRIED_TOKENS: u64 = 32_768;
-/// Results shorter than this are never masked: the stub would be as long.
-const MIN_MASKED_BYTES: usize = 400;
-/// Arguments longer than this are elided from old replies at the elision level.
-const MIN_ELIDED_BYTES: usize = 1_000;
 /// Tokens of chat framing per message (role markers, separators), added to every estimate.
 const TOKENS_PER_MESSAGE: u64 = 4;
-/// Tools whose output the model gets again by repeating the call, with no side effect.
-const READ_ONLY_TOOLS: &[&str] = &["read_file", "list_files", "search_files"];
-
-/// One tool call's result as it goes back to the model.
-#[derive(Debug, Clone)]
-pub struct ToolResult {
-    pub tool: String,
-    pub arguments: Map<String, Value>,
-    pub ok: bool,
-    /// Not run because an earlier call in the batch failed or ended the cycle.
-    pub skipped: bool,
-    pub output: String,
-}
 
 /// Why a request cannot be made to fit the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -429,76 +415,6 @@ impl Turn {
             _ => 0,
         }
     }
-}
-
-/// The results message: `{"tool_results": [...]}`, each output as `output` makes it.
-fn render_results(results: &[ToolResult], output: impl Fn(&ToolResult) -> String) -> String {
-    let entries: Vec<Value> = results
-        .iter()
-        .map(|result| {
-            let mut entry = json!({"tool_name": result.tool, "ok": result.ok});
-            if result.skipped {
-                entry["skipped"] = json!(true);
-            }
-            entry["output"] = json!(output(result));
-            entry
-        })
-        .collect();
-    json!({"tool_results": entries}).to_string()
-}
-
-/// A result's stub when it is large enough to be worth masking, else its output.
-fn stub_or_output(result: &ToolResult) -> String {
-    if result.output.len() < MIN_MASKED_BYTES {
-        return result.output.clone();
-    }
-    let arguments = Value::Object(result.arguments.clone()).to_string();
-    let arguments = crate::text::marked(crate::text::prefix_chars(&arguments, 160), "…}");
-    let again = if READ_ONLY_TOOLS.contains(&result.tool.as_str()) {
-        format!("call {} again with the same arguments to see it", result.tool)
-    } else {
-        "repeat the call if you need its output (it runs again)".to_owned()
-    };
-    format!(
-        "[masked to save context: {} bytes of output from {} {arguments}; {again}]",
-        result.output.len(),
-        result.tool
-    )
-}
-
-/// `output` cut to about `max` bytes: its head and tail, with a notice in between.
-fn cut_output(output: &str, max: usize) -> String {
-    if output.len() <= max {
-        return output.to_owned();
-    }
-    let half = max.saturating_sub(120) / 2;
-    let (head, _) = crate::text::prefix_bytes(output, half);
-    let mut tail_start = output.len().saturating_sub(half);
-    while !output.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
-    format!(
-        "{head}\n[… {} bytes cut to fit the model's context window; ask for a smaller part …]\n{}",
-        output.len() - head.len() - (output.len() - tail_start),
-        &output[tail_start..]
-    )
-}
-
-/// A reply with every long string argument replaced by a note of its size.
-fn elide_arguments(reply: &Value) -> Value {
-    let mut reply = reply.clone();
-    if let Some(calls) = reply.get_mut("tool_calls").and_then(Value::as_array_mut) {
-        for call in calls {
-            if let Some(arguments) = call.get_mut("arguments").and_then(Value::as_object_mut) {
-                for value in arguments.values_mut() {
-                    if let Some(text) = value.as_str().filter(|text| text.len() >= MIN_ELIDED_BYTES) {
-                        *value = json!(format!("[{} bytes elided to fit the context window]", text.len()));
-                    }
-                }
-            }
-        }
-    }
-    reply
 }
 
 #[cfg(test)]

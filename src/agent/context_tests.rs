@@ -1,3 +1,5 @@
+use serde_json::{Map, Value, json};
+
 use super::*;
 
 /// A history on a large window with the conservative counter (3 bytes a token).

@@ -23,6 +23,7 @@ use crate::tools::delegate::SubAgents;
 use crate::tools::{CycleEnd, FinishStatus, Lookup, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 pub mod budget;
+mod condense;
 pub mod context;
 pub mod file_tree;
 pub mod prompt;
