@@ -1,6 +1,8 @@
-//! Cutting text to a size without splitting a character. Prompts, comments, error messages and
-//! progress lines all bound what they show; they share these so every cut lands on a character
-//! boundary and says it was cut.
+//! Cutting text to a size without splitting a character, and framing untrusted text so it stays
+//! text. Prompts, comments, error messages and progress lines all bound what they show; they
+//! share these so every cut lands on a character boundary and says it was cut, and every piece
+//! of repository or forge text shown to a model or a person is fenced or kept to one line the
+//! same way.
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary, and
 /// whether anything was cut.
@@ -80,6 +82,19 @@ pub fn escape_control(text: &str) -> String {
 /// set the window title or hide a line with a carriage return.
 pub fn escape_terminal(text: &str) -> String {
     escape_where(text, |c| c != '\n' && c != '\t' && is_terminal_control(c))
+}
+
+/// `text` inside a fenced code block labelled `label` (shown after the fence, escaped): a fence
+/// of backticks one longer than the longest run inside, at least three.
+pub fn fence(label: &str, text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let ticks = "`".repeat((longest + 1).max(3));
+    format!("{ticks}{}\n{}\n{ticks}", one_line(label), text.trim_end_matches('\n'))
+}
+
+/// An untrusted name or title as one line: line breaks and control characters escaped.
+pub fn one_line(text: &str) -> String {
+    escape_control(text)
 }
 
 #[cfg(test)]

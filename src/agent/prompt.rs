@@ -5,15 +5,16 @@
 //! task sources), the bot's own open pull requests and a file tree bounded by a byte budget so
 //! that a huge repository cannot blow the model's context. Everything that comes from the
 //! repository, its issues or their comments is untrusted: it is filled in by
-//! [`template::fill`] and framed by [`template::fence`]/[`template::one_line`], so it cannot
+//! [`template::fill`] and framed by [`crate::text::fence`]/[`crate::text::one_line`], so it cannot
 //! expand a placeholder or open a section of its own.
 
 use std::fmt::Write as _;
 
 use super::file_tree::FileTree;
-use super::template::{fence, fill, one_line};
+use super::template::fill;
 use crate::forge::{OpenPullRequest, TaskIssue};
 use crate::instructions::AgentInstructions;
+use crate::text::{fence, one_line};
 use crate::tools::ToolSpec;
 
 const SYSTEM_TEMPLATE: &str = include_str!("../../prompts/system.md");

@@ -141,7 +141,7 @@ impl SubAgents for Level<'_, '_> {
             let names: Vec<&str> = catalogue.agents().iter().map(|a| a.name.as_str()).collect();
             return Err(ToolError::model(format!(
                 "there is no agent named `{}`; the agents are: {}",
-                crate::agent::template::one_line(agent),
+                crate::text::one_line(agent),
                 names.join(", ")
             )));
         };

@@ -11,7 +11,8 @@
 
 use super::catalogue::{AgentDefinition, AnswerShape};
 use crate::agent::prompt::describe_tool;
-use crate::agent::template::{fence, fill, one_line};
+use crate::agent::template::fill;
+use crate::text::{fence, one_line};
 use crate::tools::ToolSpec;
 
 const AGENT_TEMPLATE: &str = include_str!("../../prompts/agent.md");

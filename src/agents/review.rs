@@ -19,8 +19,8 @@ use super::level::Level;
 use super::prompt::{ReviewInput, review_message};
 use crate::agent::AgentEnd;
 use crate::agent::budget::Limit;
-use crate::agent::template::fence;
 use crate::events::Event;
+use crate::text::fence;
 use crate::tools::delegate::{Approval, Proposal};
 use crate::tools::{ToolContext, ToolError};
 
@@ -180,7 +180,7 @@ fn findings_section(findings: &[String], failed: &[FailedCheck], round: u32) -> 
         "## Unresolved review findings\n\nupkeep's review before pushing still had these after {round} round(s); please look at them before merging.\n"
     );
     for finding in findings {
-        text.push_str(&format!("\n- {}", crate::agent::template::one_line(finding)));
+        text.push_str(&format!("\n- {}", crate::text::one_line(finding)));
     }
     text.push('\n');
     for check in failed {

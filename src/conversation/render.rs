@@ -6,12 +6,12 @@
 use std::fmt::Write as _;
 
 use super::memory::Skipped;
-use crate::agent::template::{fence, one_line};
 use crate::forge::{
     ClosedPullRequest, Comment, ContinuedPullRequest, IssueComment, OWN_QUESTION_AUTHOR, PullRequestFeedback, Role,
     TaskIssue,
 };
 use crate::repo::questions::LocalQuestion;
+use crate::text::{fence, one_line};
 
 /// Bytes of one issue body, review body, comment or diff hunk shown.
 const MAX_BLOCK_BYTES: usize = 8 * 1024;
