@@ -131,7 +131,7 @@ pub enum Event {
     /// `upkeep fleet` is done: every repository's outcome, in the fleet's order.
     FleetFinished {
         repos: usize,
-        outcomes: Vec<crate::fleet::outcome::RepoOutcome>,
+        outcomes: Vec<crate::repo_outcome::RepoOutcome>,
         usage: Usage,
         cost_usd: f64,
         exit_code: u8,
@@ -331,14 +331,11 @@ fn under_agent(agent: Option<&str>, text: &str) -> String {
     let Some(agent) = agent else {
         return text.to_owned();
     };
-    let depth = agent.matches(crate::agents::context::PATH_SEPARATOR).count();
+    let depth = agent.matches(crate::llm::AGENT_PATH_SEPARATOR).count();
     if depth == 0 {
         return text.to_owned();
     }
-    let name = agent
-        .rsplit(crate::agents::context::PATH_SEPARATOR)
-        .next()
-        .unwrap_or(agent);
+    let name = agent.rsplit(crate::llm::AGENT_PATH_SEPARATOR).next().unwrap_or(agent);
     let prefix = format!("{}[{name}] ", "  ".repeat(depth));
     text.lines()
         .map(|line| format!("{prefix}{line}"))

@@ -17,7 +17,7 @@ use crate::llm::Usage;
 /// The name of the main agent in paths.
 pub const ROOT: &str = crate::llm::ROOT_AGENT;
 /// Separates the levels of an agent path.
-pub const PATH_SEPARATOR: char = '>';
+pub const PATH_SEPARATOR: char = crate::llm::AGENT_PATH_SEPARATOR;
 
 /// Who is acting, and where in the run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -57,6 +57,8 @@ impl Message {
 
 /// The path of the run's main agent; a sub-agent's path adds its name (`root>explorer`).
 pub const ROOT_AGENT: &str = "root";
+/// Separates the levels of an agent path.
+pub const AGENT_PATH_SEPARATOR: char = '>';
 
 /// One call to the model.
 #[derive(Clone, Copy)]
