@@ -28,6 +28,7 @@ pub mod orchestrator;
 pub mod preflight;
 pub mod progress;
 pub mod repo;
+pub mod repo_outcome;
 pub mod secrets;
 pub mod signals;
 pub mod summary;

@@ -15,6 +15,10 @@
 //! repository's to fix; a budget stop is expected from time to time; a question is a normal
 //! step of the work. A fleet-wide usage error (bad flags, an unreadable list) exits 2 before
 //! any repository starts.
+//!
+//! Why at the top of the crate, not in `fleet/`: `fleet_finished` carries these lines and a
+//! run's summary makes one, so the events and the summary read it without depending on the
+//! fleet that runs repositories.
 
 use serde::Serialize;
 

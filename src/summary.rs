@@ -5,7 +5,7 @@
 use crate::config::ConfigError;
 use crate::events::Event;
 use crate::exit::ExitStatus;
-use crate::fleet::outcome::RepoOutcome;
+use crate::repo_outcome::RepoOutcome;
 
 /// What a run did, for the exit code, the final summary and CI integrations.
 #[derive(Debug, Clone)]

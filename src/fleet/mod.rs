@@ -3,7 +3,7 @@
 //! - [`run`]: `upkeep fleet` itself: which repositories ([`list`], or an organisation through
 //!   [`crate::forge::github::org`]), this worker's [`shard`] of them, each an isolated run,
 //!   `--jobs` at a time, within `--fleet-max-cost` ([`budget`]), reported as a table and
-//!   `fleet_finished` ([`report`], [`table`], [`outcome`]).
+//!   `fleet_finished` ([`report`], [`table`], [`crate::repo_outcome`]).
 //! - [`limits`] and [`schedule`]: `pr_limit`, `pr_hourly_limit` and `schedule`, checked by every
 //!   run (fleet or not) before each cycle, from the forge's state alone.
 //! - [`dashboard`]: the repository's dashboard issue, written after every run.
@@ -16,7 +16,6 @@ pub mod budget;
 pub mod dashboard;
 pub mod limits;
 pub mod list;
-pub mod outcome;
 pub mod overrides;
 pub mod report;
 mod run;

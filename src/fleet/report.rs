@@ -4,13 +4,13 @@
 
 use std::io::Write as _;
 
-use super::outcome::RepoOutcome;
 use super::shard::Shard;
-use super::{outcome, table};
+use super::table;
 use crate::actions::Actions;
 use crate::cli::RunArgs;
 use crate::events::{Event, EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
+use crate::repo_outcome::{self as outcome, RepoOutcome};
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 

@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{FleetBudget, Share};
 use super::list::{self, FleetEntry};
-use super::outcome::RepoOutcome;
 use super::report;
 use super::shard::Shard;
 use crate::cli::{FleetArgs, RunArgs};
@@ -31,6 +30,7 @@ use crate::config::{Config, ConfigError, GitHubSettings};
 use crate::events::{EventSink, Verbosity};
 use crate::exit::ExitStatus;
 use crate::orchestrator;
+use crate::repo_outcome::RepoOutcome;
 use crate::secrets::Redactor;
 
 /// `--jobs` when not given: enough to overlap the runs' waiting on the model and the network,

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::outcome::RepoOutcome;
+use crate::repo_outcome::RepoOutcome;
 
 const HEADERS: [&str; 5] = ["repository", "outcome", "pull requests", "questions", "cost"];
 
