@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::config::{Config, ConfigError, Mode, RepoSource};
 use crate::kinds::ForgeKind;
-use crate::repo::questions::{LocalQuestion, SECTION};
+use crate::repo::questions::{LocalQuestion, SECTION, answer_command, shell_quote};
 use crate::repo::source::LocalSource;
 
 /// What the questions kept in the repository mean for this run.
@@ -39,10 +39,7 @@ pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
         .map_err(|error| ConfigError(format!("reading upkeep's questions in {}: {error}", path.display())))?;
     let selected = match (config.issue, &config.task) {
         (Some(number), _) => Some(LocalQuestion::key_for(Some(number), None)),
-        (None, Some(task)) => Some(LocalQuestion::key_for(
-            None,
-            Some(&crate::tools::branch::task_key(task)),
-        )),
+        (None, Some(task)) => Some(LocalQuestion::key_for(None, Some(&crate::forge::task::task_key(task)))),
         (None, None) => None,
     };
     let relevant: Vec<LocalQuestion> = questions
@@ -140,70 +137,4 @@ pub fn describe_pending(path: &Path, pending: &[LocalQuestion]) -> String {
         ));
     }
     text
-}
-
-/// The line printed when a question is recorded: where, and the command that answers it.
-pub fn where_to_answer(path: &Path, question: &LocalQuestion) -> String {
-    format!(
-        "question recorded in {} (git config {SECTION}.{}.question); answer it with:\n  {}",
-        path.display(),
-        question.key,
-        answer_command(path, question)
-    )
-}
-
-/// The exact command that answers `question`.
-pub fn answer_command(path: &Path, question: &LocalQuestion) -> String {
-    let selector = match (question.issue, &question.task) {
-        (Some(number), _) => format!(" --issue {number}"),
-        (None, Some(task)) => format!(" --task {}", shell_quote(task)),
-        (None, None) => String::new(),
-    };
-    format!(
-        "upkeep run --repo {}{selector} --answer 'YOUR ANSWER'",
-        shell_quote(&path.display().to_string())
-    )
-}
-
-/// `text` as one POSIX shell word.
-fn shell_quote(text: &str) -> String {
-    let plain = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
-    if plain {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_answer_command_selects_the_question_and_survives_the_shell() {
-        let question = LocalQuestion {
-            key: "issue-7".into(),
-            question: "q".into(),
-            answer: None,
-            issue: Some(7),
-            task: None,
-            asked: None,
-        };
-        assert_eq!(
-            answer_command(Path::new("/src/my repo"), &question),
-            "upkeep run --repo '/src/my repo' --issue 7 --answer 'YOUR ANSWER'"
-        );
-        let task = LocalQuestion {
-            issue: None,
-            task: Some("Fix Bob's typo".into()),
-            ..question
-        };
-        assert_eq!(
-            answer_command(Path::new("/src/r"), &task),
-            "upkeep run --repo /src/r --task 'Fix Bob'\\''s typo' --answer 'YOUR ANSWER'"
-        );
-    }
 }

@@ -107,7 +107,7 @@ impl Forge for LocalForge {
     async fn post_question(&self, issue: Option<u64>, question: &str) -> Result<Option<String>, ForgeError> {
         // Kept in the repository's git config, where the next run finds it (see
         // `crate::repo::questions`).
-        let task_key = self.task.as_deref().map(crate::tools::branch::task_key);
+        let task_key = self.task.as_deref().map(super::task::task_key);
         let recorded = LocalQuestion {
             key: LocalQuestion::key_for(issue, task_key.as_deref()),
             question: question.to_owned(),
@@ -116,7 +116,7 @@ impl Forge for LocalForge {
             task: self.task.clone(),
             asked: Some(jiff::Timestamp::now().to_string()),
         };
-        let line = crate::conversation::local::where_to_answer(self.source.path(), &recorded);
+        let line = crate::repo::questions::where_to_answer(self.source.path(), &recorded);
         self.source.record_question(recorded).await.map_err(|error| {
             ForgeError::Other(format!(
                 "recording the question in {}: {error}",

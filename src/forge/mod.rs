@@ -20,6 +20,7 @@ pub mod dry_run;
 pub mod github;
 pub mod local;
 pub mod none;
+pub mod task;
 
 /// What `create_pull_request` asks the forge to publish. The branch is already committed in
 /// the workspace.
@@ -31,7 +32,7 @@ pub struct PullRequestDraft {
     pub body: String,
     pub issue: Option<u64>,
     /// The task without an issue that this pull request is for (see
-    /// [`crate::tools::branch::task_key`]): the forge keeps it with the pull request.
+    /// [`task::task_key`]): the forge keeps it with the pull request.
     pub task_key: Option<String>,
     /// Set when the cycle continues this open pull request (a review follow-up, or an answered
     /// question on an issue that has one): the branch is pushed only as a fast-forward of what
@@ -48,7 +49,7 @@ pub struct PullRequest {
     pub title: String,
     /// True when an existing pull request for the branch was updated instead of opening one.
     pub updated: bool,
-    /// The task it was opened for (see [`crate::tools::branch::task_key`]).
+    /// The task it was opened for (see [`task::task_key`]).
     #[serde(skip)]
     pub task_key: Option<String>,
     /// For forges that send nothing anywhere: the title, body and diff that would be sent.

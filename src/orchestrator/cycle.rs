@@ -166,7 +166,7 @@ impl Runner<'_> {
         }
         budget.set_price(price);
 
-        let task_key = config.task.as_deref().map(crate::tools::branch::task_key);
+        let task_key = config.task.as_deref().map(crate::forge::task::task_key);
         let ctx = ToolContext {
             workspace,
             tree: files,

@@ -14,7 +14,10 @@
 //! run resumed from its answer ends (with a pull request, nothing to do, or a new question), so
 //! an answer is never lost to a run that failed. Written and read like the branch descriptions
 //! beside it, through [`LocalSource`]'s checked open (no `commondir` or include redirects the
-//! write), on a blocking thread.
+//! write), on a blocking thread. Printed with the exact command that answers each one
+//! ([`where_to_answer`]).
+
+use std::path::Path;
 
 use git2::Repository;
 
@@ -166,4 +169,70 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|join| WorkspaceError::Io(std::io::Error::other(join.to_string())))?
+}
+
+/// The line printed when a question is recorded: where, and the command that answers it.
+pub fn where_to_answer(path: &Path, question: &LocalQuestion) -> String {
+    format!(
+        "question recorded in {} (git config {SECTION}.{}.question); answer it with:\n  {}",
+        path.display(),
+        question.key,
+        answer_command(path, question)
+    )
+}
+
+/// The exact command that answers `question`.
+pub fn answer_command(path: &Path, question: &LocalQuestion) -> String {
+    let selector = match (question.issue, &question.task) {
+        (Some(number), _) => format!(" --issue {number}"),
+        (None, Some(task)) => format!(" --task {}", shell_quote(task)),
+        (None, None) => String::new(),
+    };
+    format!(
+        "upkeep run --repo {}{selector} --answer 'YOUR ANSWER'",
+        shell_quote(&path.display().to_string())
+    )
+}
+
+/// `text` as one POSIX shell word.
+pub fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_command_selects_the_question_and_survives_the_shell() {
+        let question = LocalQuestion {
+            key: "issue-7".into(),
+            question: "q".into(),
+            answer: None,
+            issue: Some(7),
+            task: None,
+            asked: None,
+        };
+        assert_eq!(
+            answer_command(Path::new("/src/my repo"), &question),
+            "upkeep run --repo '/src/my repo' --issue 7 --answer 'YOUR ANSWER'"
+        );
+        let task = LocalQuestion {
+            issue: None,
+            task: Some("Fix Bob's typo".into()),
+            ..question
+        };
+        assert_eq!(
+            answer_command(Path::new("/src/r"), &task),
+            "upkeep run --repo /src/r --task 'Fix Bob'\\''s typo' --answer 'YOUR ANSWER'"
+        );
+    }
 }

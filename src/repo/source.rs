@@ -28,7 +28,7 @@ pub struct BotBranch {
 }
 
 /// The git config key, beside the branch description, that holds the task a bot branch is for
-/// (see [`crate::tools::branch::task_key`]).
+/// (see [`crate::forge::task::task_key`]).
 const TASK_KEY_CONFIG: &str = "upkeeptask";
 
 #[derive(Debug, Clone)]

@@ -8,39 +8,11 @@
 //! beside a local branch's description). Any other task whose title slugs to a taken name
 //! gets a distinct one (`-2`, `-3`...), so two tasks never overwrite each other's work.
 
-use std::fmt::Write as _;
-
-use sha2::{Digest, Sha256};
-
 use crate::forge::OpenPullRequest;
 use crate::repo::BOT_BRANCH_PREFIX;
 
 /// Longest slug kept in a branch name; long titles make unwieldy branch names.
 const MAX_SLUG_CHARS: usize = 48;
-
-/// The key that recognises a task across runs: a digest of its text (never the text itself,
-/// which may be long or private).
-pub fn task_key(task: &str) -> String {
-    let digest = Sha256::digest(task.trim().as_bytes());
-    let mut key = String::with_capacity(16);
-    for byte in &digest[..8] {
-        let _ = write!(key, "{byte:02x}");
-    }
-    key
-}
-
-/// The hidden line a GitHub pull request body carries for its task.
-pub fn task_marker(key: &str) -> String {
-    format!("<!-- upkeep:task {key} -->")
-}
-
-/// The task key in a pull request body, if it carries one.
-pub fn parse_task_marker(body: &str) -> Option<String> {
-    let (_, rest) = body.split_once("<!-- upkeep:task ")?;
-    let (key, _) = rest.split_once(" -->")?;
-    let valid = key.len() == 16 && key.bytes().all(|b| b.is_ascii_hexdigit());
-    valid.then(|| key.to_owned())
-}
 
 pub fn branch_name(issue: Option<u64>, title: &str) -> String {
     let mut slug = slug::slugify(title);
@@ -100,6 +72,7 @@ impl BranchChoice<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::forge::task::task_key;
 
     fn open(branch: &str, task_key: Option<&str>) -> OpenPullRequest {
         OpenPullRequest {
@@ -167,15 +140,5 @@ mod tests {
             pick(None, None, "Update docs", Some(&task_key("another task")), &other_task),
             "upkeep/update-docs-2"
         );
-    }
-
-    #[test]
-    fn task_markers_round_trip() {
-        let key = task_key("Fix the typos");
-        assert_eq!(key.len(), 16);
-        assert_eq!(key, task_key("  Fix the typos\n"));
-        let body = format!("Fixes typos.\n\n{}", task_marker(&key));
-        assert_eq!(parse_task_marker(&body), Some(key));
-        assert_eq!(parse_task_marker("<!-- upkeep:task nothex!!nothex!! -->"), None);
     }
 }

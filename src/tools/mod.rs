@@ -100,7 +100,7 @@ pub struct ToolContext<'a> {
     /// The bot's open pull requests when the cycle started (this run's included): working the
     /// same issue or task updates one of them instead of opening a second.
     pub open_pull_requests: &'a [crate::forge::OpenPullRequest],
-    /// The key of the task text, when the run was given one (see [`branch::task_key`]).
+    /// The key of the task text, when the run was given one (see [`crate::forge::task::task_key`]).
     pub task_key: Option<&'a str>,
     /// The bot's open pull request this cycle continues (a review follow-up, or an answered
     /// question on an issue that has one): its branch takes the commit, pushed on top.

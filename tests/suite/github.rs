@@ -776,7 +776,7 @@ async fn a_rebuilt_branch_never_force_pushes_over_a_maintainers_commit() {
     let mut existing = pull_json(42, branch, task);
     existing["body"] = json!(format!(
         "Adds one.\n\n<!-- upkeep:task {} -->",
-        upkeep::tools::branch::task_key(task)
+        upkeep::forge::task::task_key(task)
     ));
     hub.mount("GET", PULLS, ok(json!([existing]))).await;
     hub.mount("GET", ISSUES, ok(json!([]))).await;

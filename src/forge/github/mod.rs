@@ -28,8 +28,8 @@ use super::{
     OpenPullRequest, PullRequest, PullRequestActivity, PullRequestDraft, PullRequestFeedback, Role, TaskIssue,
 };
 use crate::config::GitHubSettings;
+use crate::forge::task::parse_task_marker;
 use crate::repo::{BOT_BRANCH_PREFIX, Workspace};
-use crate::tools::branch::parse_task_marker;
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
 pub const QUESTION_MARKER: &str = "<!-- upkeep:question -->";

@@ -11,9 +11,9 @@ use serde_json::json;
 use super::api::{Method, encode, parse_object};
 use super::json::{self, PullJson};
 use super::{GitHubForge, PER_PAGE};
+use crate::forge::task::task_marker;
 use crate::forge::{ForgeError, PullRequest, PullRequestDraft, body_with_issue};
 use crate::repo::{GitAuth, Workspace};
-use crate::tools::branch::task_marker;
 
 impl GitHubForge {
     /// See the module header.

@@ -14,12 +14,12 @@ use super::api::{Method, encode, parse_object};
 use super::json::{CommentJson, IssueJson, PullCommitJson, PullJson, ReviewCommentJson, ReviewJson, timestamp};
 use super::{GitHubForge, PER_PAGE};
 use crate::forge::conversation::issue_of_branch;
+use crate::forge::task::parse_task_marker;
 use crate::forge::{
     ClosedPullRequest, Comment, FeedbackAnswer, ForgeError, PullRequestFeedback, PullRequestInfo, Review, ReviewThread,
     Role, TaskIssue,
 };
 use crate::repo::BOT_BRANCH_PREFIX;
-use crate::tools::branch::parse_task_marker;
 
 /// Closed pull requests looked at for the bot's memory: the most recently updated ones.
 const MAX_CLOSED: usize = 100;
