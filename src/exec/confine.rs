@@ -42,9 +42,9 @@ use landlock::{
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::invocation::{EXIT_CANNOT_RUN, Invocation, cannot_run, exit_status_for, fail};
 use super::limits;
 use super::plan::{Capabilities, Filesystem, Network};
-use super::trampoline::{EXIT_CANNOT_RUN, EXIT_NOT_FOUND, Invocation, fail};
 
 /// The newest Landlock ABI whose filesystem rights were tested with this code. Newer ABIs add
 /// rights (e.g. ABI 9's pathname UNIX socket connections) whose denial could break ordinary
@@ -133,15 +133,6 @@ pub fn run(invocation: &Invocation) -> ExitCode {
     cannot_run(&invocation.program, &error)
 }
 
-fn cannot_run(program: &OsString, error: &io::Error) -> ExitCode {
-    let code = if error.kind() == io::ErrorKind::NotFound {
-        EXIT_NOT_FOUND
-    } else {
-        EXIT_CANNOT_RUN
-    };
-    fail(code, &format!("cannot run {}: {error}", program.to_string_lossy()))
-}
-
 /// As the PID namespace's init: starts the program, reaps every process re-parented here,
 /// and when the program ends, writes how it ended to standard input (the supervisor's status
 /// pipe: `exit N` or `signal N`) and exits. Exiting makes the kernel kill the rest of the
@@ -151,7 +142,7 @@ fn run_as_init(program: &OsString, args: &[OsString]) -> ExitCode {
         Ok(child) => child,
         Err(error) => {
             let code = cannot_run(program, &error);
-            report_status(&format!("exit {}", exit_number(&error)));
+            report_status(&format!("exit {}", exit_status_for(&error)));
             return code;
         }
     };
@@ -172,14 +163,6 @@ fn run_as_init(program: &OsString, args: &[OsString]) -> ExitCode {
                 return fail(EXIT_CANNOT_RUN, &format!("lost track of the command: {error}"));
             }
         }
-    }
-}
-
-fn exit_number(error: &io::Error) -> u8 {
-    if error.kind() == io::ErrorKind::NotFound {
-        EXIT_NOT_FOUND
-    } else {
-        EXIT_CANNOT_RUN
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! - [`runner`]: starts a command, caps and returns its output, stops it at the timeout;
 //! - [`env`]: the allowlisted environment (no credentials);
-//! - [`trampoline`], [`namespaces`], [`confine`], [`limits`], [`cgroup`], [`reaper`]: the OS
+//! - [`trampoline`] (called as [`invocation`] says), [`namespaces`], [`confine`], [`limits`], [`cgroup`], [`reaper`]: the OS
 //!   sandbox: no network (a network namespace, else Landlock's TCP rules), writes only in the
 //!   work tree and the scratch directory (Landlock), no capabilities, resource limits, and no
 //!   process left behind (a PID namespace, else a subreaper supervisor);
@@ -21,6 +21,7 @@ pub mod cgroup;
 pub mod confine;
 pub mod declared;
 pub mod env;
+pub mod invocation;
 pub mod limits;
 pub mod namespaces;
 pub mod plan;
@@ -33,10 +34,11 @@ mod capture;
 use std::time::Duration;
 
 pub use env::{allowlisted_environment, is_secret_name};
+pub use invocation::{SUBCOMMAND, SandboxPolicy};
 pub use limits::{Limits, LimitsConfig};
 pub use plan::{SandboxPlan, SandboxReport};
 pub use runner::{CommandOutput, CommandSpec, DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, run};
-pub use trampoline::{SUBCOMMAND, SandboxPolicy, probe, trampoline_main};
+pub use trampoline::{probe, trampoline_main};
 
 /// Settings for tools that run programs, from the operator.
 #[derive(Debug, Clone)]

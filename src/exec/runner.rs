@@ -39,9 +39,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::{Capture, READ_CHUNK};
+use super::invocation::{SandboxPolicy, supervise_args};
 use super::limits::ProcessLimit;
 use super::reaper;
-use super::trampoline::{SELF_EXE, SandboxPolicy, supervise_args};
+use super::trampoline::SELF_EXE;
 
 /// Bytes of output returned to the caller unless configured otherwise.
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;

@@ -21,13 +21,12 @@
 //! otherwise by the supervisor, a child subreaper (see `reaper`). Then the supervisor exits the
 //! way the program did (same exit code, or the same signal), so upkeep reports it as usual.
 //!
-//! Guarantees: the program never runs with less than the [`SandboxPlan`] says; any failure is
+//! Guarantees: the program never runs with less than the [`SandboxPlan`](super::plan::SandboxPlan) says; any failure is
 //! exit status 126 (or 127 for a program that does not exist) with a message on stderr.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -37,60 +36,19 @@ use nix::fcntl::OFlag;
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
-use serde::{Deserialize, Serialize};
 
 use super::cgroup::PidsCgroup;
-use super::limits::{Limits, ProcessLimit};
+use super::invocation::{EXIT_CANNOT_RUN, Invocation, SUBCOMMAND, fail, parse_invocation};
+use super::limits::ProcessLimit;
 use super::namespaces;
-use super::plan::{Cleanup, Network, Probe, SandboxPlan};
+use super::plan::{Cleanup, Network, Probe};
 use super::{confine, reaper};
 
-/// The hidden subcommand upkeep's `main` must route to [`trampoline_main`].
-pub const SUBCOMMAND: &str = "__sandbox-exec";
 /// How upkeep runs itself: robust against the executable being replaced while upkeep runs.
 pub const SELF_EXE: &str = "/proc/self/exe";
 
-/// Exit status when the sandbox or the program could not be set up (as a shell reports a
-/// command found but not executable).
-pub const EXIT_CANNOT_RUN: u8 = 126;
-/// Exit status when the program does not exist (as a shell reports a command not found).
-pub const EXIT_NOT_FOUND: u8 = 127;
-
 /// How long the supervisor may take to kill what a command left, before it gives up.
 const CLEANUP_DEADLINE: Duration = Duration::from_secs(10);
-
-/// Everything the trampoline needs to know about one command's sandbox.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SandboxPolicy {
-    /// Absolute directories beneath which writing, creating and removing are allowed.
-    pub writable: Vec<PathBuf>,
-    pub plan: SandboxPlan,
-    pub limits: Limits,
-}
-
-/// A parsed `supervise` or `confine` invocation.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Invocation {
-    pub policy: SandboxPolicy,
-    pub program: OsString,
-    pub args: Vec<OsString>,
-}
-
-/// The arguments after upkeep's executable that run `program args` in the sandbox `policy`.
-pub fn supervise_args(program: &str, args: &[String], policy: &SandboxPolicy) -> io::Result<Vec<String>> {
-    if let Some(dir) = policy.writable.iter().find(|dir| !dir.is_absolute()) {
-        // Relative directories would be resolved against the command's working directory.
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("sandbox directory {} is not absolute", dir.display()),
-        ));
-    }
-    let policy = serde_json::to_string(policy).map_err(io::Error::other)?;
-    let mut out = vec![SUBCOMMAND.to_owned(), "supervise".to_owned(), policy, "--".to_owned()];
-    out.push(program.to_owned());
-    out.extend(args.iter().cloned());
-    Ok(out)
-}
 
 /// Entry point for [`SUBCOMMAND`]: `args` are the arguments after it. Call it before starting an
 /// async runtime, tracing or anything else: it must stay a thin step between upkeep and the
@@ -111,32 +69,6 @@ pub fn trampoline_main(args: &[OsString]) -> ExitCode {
         Some("confine") => confine::run(&invocation),
         _ => fail(EXIT_CANNOT_RUN, &format!("unknown stage {stage:?}")),
     }
-}
-
-/// Writes a message for the command's output (stderr) and returns `code`.
-pub fn fail(code: u8, message: &str) -> ExitCode {
-    // Not `eprintln!`: a closed or broken stderr must not turn into a panic.
-    let _ = writeln!(io::stderr(), "upkeep sandbox: {message}");
-    ExitCode::from(code)
-}
-
-pub(crate) fn parse_invocation(args: &[OsString]) -> Result<Invocation, String> {
-    let [policy, separator, program, args @ ..] = args else {
-        return Err("expected POLICY -- PROGRAM [ARGS...]".to_owned());
-    };
-    if separator.as_os_str() != OsStr::new("--") {
-        return Err("expected `--` after the policy".to_owned());
-    }
-    let policy = policy.to_str().ok_or("the policy is not UTF-8")?;
-    let policy: SandboxPolicy = serde_json::from_str(policy).map_err(|error| format!("invalid policy: {error}"))?;
-    if let Some(dir) = policy.writable.iter().find(|dir| !dir.is_absolute()) {
-        return Err(format!("writable directory {} is not absolute", dir.display()));
-    }
-    Ok(Invocation {
-        policy,
-        program: program.clone(),
-        args: args.to_vec(),
-    })
 }
 
 /// `probe`: finds out what the machine offers, in this throw-away process (making namespaces
