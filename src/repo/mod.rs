@@ -26,6 +26,7 @@ mod error;
 mod export;
 mod fetch;
 pub mod fs;
+mod gate_error;
 pub mod git;
 mod layout;
 pub mod path;
