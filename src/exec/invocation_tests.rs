@@ -4,13 +4,13 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::exec::limits::ProcessLimit;
-use crate::exec::namespaces::Namespaces;
-use crate::exec::plan::{Capabilities, Cleanup, Filesystem, Network};
+use crate::exec::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, Network};
 
 fn policy() -> SandboxPolicy {
     SandboxPolicy {
         writable: vec![PathBuf::from("/work/clone"), PathBuf::from("/tmp/scratch")],
         plan: SandboxPlan {
+            kernel: Kernel::Linux,
             filesystem: Filesystem::Landlock,
             network: Network::Namespace,
             namespaces: Namespaces::User,

@@ -21,8 +21,9 @@
 //! otherwise by the supervisor, a child subreaper (see `reaper`). Then the supervisor exits the
 //! way the program did (same exit code, or the same signal), so upkeep reports it as usual.
 //!
-//! Guarantees: the program never runs with less than the [`SandboxPlan`](super::plan::SandboxPlan) says; any failure is
-//! exit status 126 (or 127 for a program that does not exist) with a message on stderr.
+//! Guarantees: the program never runs with less than the [`SandboxPlan`](super::plan::SandboxPlan)
+//! says (a plan made for another kind of system is refused); any failure is exit status 126 (or
+//! 127 for a program that does not exist) with a message on stderr.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
@@ -41,7 +42,7 @@ use super::cgroup::PidsCgroup;
 use super::invocation::{EXIT_CANNOT_RUN, Invocation, SUBCOMMAND, fail, parse_invocation};
 use super::limits::ProcessLimit;
 use super::namespaces;
-use super::plan::{Cleanup, Network, Probe};
+use super::plan::{Cleanup, Kernel, Network, Probe};
 use super::{confine, reaper};
 
 /// How upkeep runs itself: robust against the executable being replaced while upkeep runs.
@@ -64,6 +65,15 @@ pub fn trampoline_main(args: &[OsString]) -> ExitCode {
         Ok(invocation) => invocation,
         Err(message) => return fail(EXIT_CANNOT_RUN, &message),
     };
+    // Before anything is set up: a plan made for another kind of kernel cannot be carried out
+    // here, and running it with whatever this system has would be less than was reported.
+    let planned_for = invocation.policy.plan.kernel;
+    if planned_for != Kernel::CURRENT {
+        return fail(
+            EXIT_CANNOT_RUN,
+            &format!("refusing to run the command: its sandbox was planned for {planned_for:?}, not this system"),
+        );
+    }
     match stage.to_str() {
         Some("supervise") => supervise(&invocation),
         Some("confine") => confine::run(&invocation),
@@ -77,6 +87,7 @@ fn probe_main() -> ExitCode {
     let landlock = confine::landlock_support();
     let root = nix::unistd::geteuid().is_root();
     let probe = Probe {
+        kernel: Kernel::Linux,
         landlock_filesystem: landlock.filesystem,
         landlock_tcp: landlock.tcp,
         landlock_signal_scope: landlock.signal_scope,
@@ -277,16 +288,16 @@ pub async fn probe() -> Probe {
         Ok(output) if output.status.success() => {
             serde_json::from_slice(output.stdout.trim_ascii()).unwrap_or_else(|error| {
                 tracing::warn!(%error, "the sandbox probe answered something unreadable");
-                Probe::nothing()
+                Probe::nothing(Kernel::Linux)
             })
         }
         Ok(output) => {
             tracing::warn!(status = %output.status, "the sandbox probe failed");
-            Probe::nothing()
+            Probe::nothing(Kernel::Linux)
         }
         Err(error) => {
             tracing::warn!(%error, "cannot run the sandbox probe");
-            Probe::nothing()
+            Probe::nothing(Kernel::Linux)
         }
     }
 }
