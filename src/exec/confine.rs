@@ -25,6 +25,9 @@
 //!    the kernel kill whatever else is left in the namespace. Otherwise it replaces itself with
 //!    the program (`exec`).
 //!
+//! Linux only: other systems have none of these restrictions and no confinement stage (see
+//! `sys_other.rs`).
+//!
 //! Not covered: reading (what upkeep's user can read stays readable to the command, which is
 //! why the environment is allowlisted and upkeep is non-dumpable).
 
@@ -39,6 +42,7 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
+use nix::sys::resource::{Resource, setrlimit};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
@@ -99,11 +103,7 @@ pub fn run(invocation: &Invocation) -> ExitCode {
             );
         }
     }
-    let already = match plan.process_limit {
-        limits::ProcessLimit::RlimitPerUser => limits::processes_of_this_user(),
-        _ => 0,
-    };
-    if let Err(message) = limits::apply(&policy.limits, plan.process_limit, already) {
+    if let Err(message) = apply_limits(&policy.limits, plan.process_limit) {
         return fail(EXIT_CANNOT_RUN, &message);
     }
     let rules = LandlockRules {
@@ -164,6 +164,35 @@ fn run_as_init(program: &OsString, args: &[OsString]) -> ExitCode {
             }
         }
     }
+}
+
+/// The resource limits, then the process limit where it is an rlimit (see `limits`).
+fn apply_limits(limits: &limits::Limits, process_limit: limits::ProcessLimit) -> Result<(), String> {
+    let already = match process_limit {
+        limits::ProcessLimit::RlimitPerUser => processes_of_this_user(),
+        _ => 0,
+    };
+    limits::apply(limits)?;
+    if let Some(processes) = limits::process_rlimit(limits, process_limit, already) {
+        setrlimit(Resource::RLIMIT_NPROC, processes, processes)
+            .map_err(|error| format!("cannot limit processes: {error}"))?;
+    }
+    Ok(())
+}
+
+/// How many processes and threads the real user of this process has on the machine now (what
+/// `RLIMIT_NPROC` counts outside a user namespace).
+pub fn processes_of_this_user() -> u64 {
+    let uid = nix::unistd::getuid().as_raw();
+    let Ok(processes) = procfs::process::all_processes() else {
+        return 0;
+    };
+    processes
+        .flatten()
+        .filter_map(|process| process.status().ok())
+        .filter(|status| status.ruid == uid)
+        .map(|status| status.threads)
+        .sum()
 }
 
 /// Writes the program's end to file descriptor 0, which the supervisor made a pipe to itself.
