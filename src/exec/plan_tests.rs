@@ -146,3 +146,19 @@ fn other_systems_plan_resource_limits_and_the_process_group_only() {
     let value = serde_json::to_value(report).expect("serializes");
     assert_eq!(value["limits"]["processes_enforced_by"], "none");
 }
+
+/// `docs/commands.md` shows exactly what a macOS run reports.
+#[test]
+fn the_documented_report_of_other_systems_is_the_one_made() {
+    let docs = include_str!("../../docs/commands.md");
+    let example = docs
+        .split("## Other systems (macOS)")
+        .nth(1)
+        .and_then(|section| section.split("```json\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("a json block in the section");
+    let documented: serde_json::Value = serde_json::from_str(example).expect("valid JSON");
+    let plan = SandboxPlan::decide(&Probe::nothing(Kernel::Other), false);
+    let made = serde_json::to_value(SandboxReport::new(&plan, &Limits::default())).expect("serializes");
+    assert_eq!(made, documented);
+}
