@@ -25,6 +25,9 @@
 //!    the kernel kill whatever else is left in the namespace. Otherwise it replaces itself with
 //!    the program (`exec`).
 //!
+//! Linux only: other systems have none of these restrictions and no confinement stage (see
+//! `sys_other.rs`).
+//!
 //! Not covered: reading (what upkeep's user can read stays readable to the command, which is
 //! why the environment is allowlisted and upkeep is non-dumpable).
 
@@ -39,12 +42,13 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
+use nix::sys::resource::{Resource, setrlimit};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::invocation::{EXIT_CANNOT_RUN, Invocation, cannot_run, exit_status_for, fail};
 use super::limits;
 use super::plan::{Capabilities, Filesystem, Network};
-use super::trampoline::{EXIT_CANNOT_RUN, EXIT_NOT_FOUND, Invocation, fail};
 
 /// The newest Landlock ABI whose filesystem rights were tested with this code. Newer ABIs add
 /// rights (e.g. ABI 9's pathname UNIX socket connections) whose denial could break ordinary
@@ -99,11 +103,7 @@ pub fn run(invocation: &Invocation) -> ExitCode {
             );
         }
     }
-    let already = match plan.process_limit {
-        limits::ProcessLimit::RlimitPerUser => limits::processes_of_this_user(),
-        _ => 0,
-    };
-    if let Err(message) = limits::apply(&policy.limits, plan.process_limit, already) {
+    if let Err(message) = apply_limits(&policy.limits, plan.process_limit) {
         return fail(EXIT_CANNOT_RUN, &message);
     }
     let rules = LandlockRules {
@@ -133,15 +133,6 @@ pub fn run(invocation: &Invocation) -> ExitCode {
     cannot_run(&invocation.program, &error)
 }
 
-fn cannot_run(program: &OsString, error: &io::Error) -> ExitCode {
-    let code = if error.kind() == io::ErrorKind::NotFound {
-        EXIT_NOT_FOUND
-    } else {
-        EXIT_CANNOT_RUN
-    };
-    fail(code, &format!("cannot run {}: {error}", program.to_string_lossy()))
-}
-
 /// As the PID namespace's init: starts the program, reaps every process re-parented here,
 /// and when the program ends, writes how it ended to standard input (the supervisor's status
 /// pipe: `exit N` or `signal N`) and exits. Exiting makes the kernel kill the rest of the
@@ -151,7 +142,7 @@ fn run_as_init(program: &OsString, args: &[OsString]) -> ExitCode {
         Ok(child) => child,
         Err(error) => {
             let code = cannot_run(program, &error);
-            report_status(&format!("exit {}", exit_number(&error)));
+            report_status(&format!("exit {}", exit_status_for(&error)));
             return code;
         }
     };
@@ -175,12 +166,33 @@ fn run_as_init(program: &OsString, args: &[OsString]) -> ExitCode {
     }
 }
 
-fn exit_number(error: &io::Error) -> u8 {
-    if error.kind() == io::ErrorKind::NotFound {
-        EXIT_NOT_FOUND
-    } else {
-        EXIT_CANNOT_RUN
+/// The resource limits, then the process limit where it is an rlimit (see `limits`).
+fn apply_limits(limits: &limits::Limits, process_limit: limits::ProcessLimit) -> Result<(), String> {
+    let already = match process_limit {
+        limits::ProcessLimit::RlimitPerUser => processes_of_this_user(),
+        _ => 0,
+    };
+    limits::apply(limits)?;
+    if let Some(processes) = limits::process_rlimit(limits, process_limit, already) {
+        setrlimit(Resource::RLIMIT_NPROC, processes, processes)
+            .map_err(|error| format!("cannot limit processes: {error}"))?;
     }
+    Ok(())
+}
+
+/// How many processes and threads the real user of this process has on the machine now (what
+/// `RLIMIT_NPROC` counts outside a user namespace).
+pub fn processes_of_this_user() -> u64 {
+    let uid = nix::unistd::getuid().as_raw();
+    let Ok(processes) = procfs::process::all_processes() else {
+        return 0;
+    };
+    processes
+        .flatten()
+        .filter_map(|process| process.status().ok())
+        .filter(|status| status.ruid == uid)
+        .map(|status| status.threads)
+        .sum()
 }
 
 /// Writes the program's end to file descriptor 0, which the supervisor made a pipe to itself.

@@ -147,3 +147,8 @@ fn capabilities_are_cleared_in_this_thread() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn this_user_has_at_least_this_process() {
+    assert!(processes_of_this_user() >= 1);
+}

@@ -24,6 +24,10 @@
 //!   upkeep's user on the machine, so the limit is set to that count plus `processes`. The
 //!   kernel never applies `RLIMIT_NPROC` to user id 0, so when upkeep runs as root the limit is
 //!   a pids cgroup instead (see `cgroup`), where one can be made; [`ProcessLimit`] says which.
+//!
+//! On systems other than Linux (macOS) the same memory, file size, CPU time and core dump
+//! limits are set; there is no process limit (`RLIMIT_NPROC` would count every process of
+//! upkeep's user, which such systems give no safe way to count), so [`ProcessLimit::None`].
 
 use serde::{Deserialize, Serialize};
 
@@ -109,7 +113,7 @@ pub enum ProcessLimit {
     Rlimit,
     /// `RLIMIT_NPROC` counted over upkeep's whole user: the user's process count plus the limit.
     RlimitPerUser,
-    /// Nothing: root without a usable pids cgroup.
+    /// Nothing: root without a usable pids cgroup, or a system other than Linux.
     None,
 }
 
@@ -120,10 +124,10 @@ const CPU_GRACE_SECONDS: u64 = 5;
 /// counted in the same user namespace.
 const SUPERVISOR_PROCESSES: u64 = 3;
 
-/// Sets every limit except the process limit of [`ProcessLimit::Cgroup`] (which the supervisor
-/// sets up) on the calling process; what it starts inherits them. `processes_already` is what
-/// the process count starts from when [`ProcessLimit::RlimitPerUser`] applies.
-pub fn apply(limits: &Limits, process_limit: ProcessLimit, processes_already: u64) -> Result<(), String> {
+/// Sets the limits every system has (no core dumps, memory, file size, CPU time) on the calling
+/// process; what it starts inherits them. The process limit is separate
+/// ([`process_rlimit`]): only Linux has one to set.
+pub fn apply(limits: &Limits) -> Result<(), String> {
     use nix::sys::resource::{Resource, setrlimit};
     let mib = |value: u64| value.saturating_mul(1024 * 1024);
     let set = |resource: Resource, soft: u64, hard: u64, name: &str| {
@@ -147,37 +151,36 @@ pub fn apply(limits: &Limits, process_limit: ProcessLimit, processes_already: u6
         limits.cpu_seconds,
         limits.cpu_seconds.saturating_add(CPU_GRACE_SECONDS),
         "CPU time",
-    )?;
-    let processes = match process_limit {
+    )
+}
+
+/// The `RLIMIT_NPROC` value `process_limit` calls for, if any. `processes_already` is what the
+/// count starts from when [`ProcessLimit::RlimitPerUser`] applies. [`ProcessLimit::Cgroup`] is
+/// set up by the supervisor instead.
+pub fn process_rlimit(limits: &Limits, process_limit: ProcessLimit, processes_already: u64) -> Option<u64> {
+    match process_limit {
         ProcessLimit::Rlimit => Some(limits.processes.saturating_add(SUPERVISOR_PROCESSES)),
         ProcessLimit::RlimitPerUser => Some(limits.processes.saturating_add(processes_already)),
         // The kernel ignores RLIMIT_NPROC for root; setting it would only mislead.
         ProcessLimit::Cgroup | ProcessLimit::None => None,
-    };
-    if let Some(processes) = processes {
-        set(Resource::RLIMIT_NPROC, processes, processes, "processes")?;
     }
-    Ok(())
-}
-
-/// How many processes and threads the real user of this process has on the machine now (what
-/// `RLIMIT_NPROC` counts outside a user namespace).
-pub fn processes_of_this_user() -> u64 {
-    let uid = nix::unistd::getuid().as_raw();
-    let Ok(processes) = procfs::process::all_processes() else {
-        return 0;
-    };
-    processes
-        .flatten()
-        .filter_map(|process| process.status().ok())
-        .filter(|status| status.ruid == uid)
-        .map(|status| status.threads)
-        .sum()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_process_rlimit_leaves_room_for_the_supervisor_or_the_users_other_processes() {
+        let limits = Limits {
+            processes: 100,
+            ..Limits::default()
+        };
+        assert_eq!(process_rlimit(&limits, ProcessLimit::Rlimit, 7), Some(103));
+        assert_eq!(process_rlimit(&limits, ProcessLimit::RlimitPerUser, 7), Some(107));
+        assert_eq!(process_rlimit(&limits, ProcessLimit::Cgroup, 7), None);
+        assert_eq!(process_rlimit(&limits, ProcessLimit::None, 7), None);
+    }
 
     #[test]
     fn defaults_fill_what_the_operator_left_out() {
@@ -223,10 +226,5 @@ mod tests {
         let file: File = toml::from_str(example).expect("valid TOML");
         assert_eq!(file.limits.resolve(), Ok(Limits::default()));
         assert!(file.limits.processes.is_some() && file.limits.cpu_seconds.is_some());
-    }
-
-    #[test]
-    fn this_user_has_at_least_this_process() {
-        assert!(processes_of_this_user() >= 1);
     }
 }

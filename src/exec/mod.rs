@@ -6,10 +6,13 @@
 //!
 //! - [`runner`]: starts a command, caps and returns its output, stops it at the timeout;
 //! - [`env`]: the allowlisted environment (no credentials);
-//! - [`trampoline`], [`namespaces`], [`confine`], [`limits`], [`cgroup`], [`reaper`]: the OS
-//!   sandbox: no network (a network namespace, else Landlock's TCP rules), writes only in the
-//!   work tree and the scratch directory (Landlock), no capabilities, resource limits, and no
-//!   process left behind (a PID namespace, else a subreaper supervisor);
+//! - [`trampoline`] (called as [`invocation`] says): the OS sandbox every command runs in. On
+//!   Linux (`sys_linux.rs`, with `namespaces`, `confine`, `cgroup`, `reaper`): no network (a
+//!   network namespace, else Landlock's TCP rules), writes only in the work tree and the scratch
+//!   directory (Landlock), no capabilities, resource limits, and no process left behind (a PID
+//!   namespace, else a subreaper supervisor). Elsewhere (`sys_other.rs`, macOS): resource
+//!   limits and the process group's cleanup only;
+//! - [`limits`]: the resource limits, the same on every system;
 //! - [`plan`]: what of that this machine offers, decided once per run and reported;
 //! - [`declared`]: declared tools' templates and validation;
 //! - [`blocklist`]: the lexical backstop for shell command lines.
@@ -17,26 +20,50 @@
 //! `docs/commands.md` is the user's view of all of this.
 
 pub mod blocklist;
-pub mod cgroup;
-pub mod confine;
 pub mod declared;
 pub mod env;
+pub mod invocation;
 pub mod limits;
-pub mod namespaces;
 pub mod plan;
-pub mod reaper;
 pub mod runner;
 pub mod trampoline;
 
 mod capture;
+mod supervision;
+
+// Linux's sandbox: namespaces, Landlock and capabilities, a pids cgroup as root, and cleanup
+// through a subreaper and `/proc`. Only `sys_linux.rs` uses them.
+#[cfg(target_os = "linux")]
+pub mod cgroup;
+#[cfg(target_os = "linux")]
+pub mod confine;
+#[cfg(target_os = "linux")]
+pub mod namespaces;
+#[cfg(target_os = "linux")]
+pub mod reaper;
+
+/// The system's side of the sandbox: the same functions for Linux (`sys_linux.rs`) and for
+/// every other system (`sys_other.rs`), so that nothing else in `exec` needs a `#[cfg]`.
+#[cfg_attr(target_os = "linux", path = "sys_linux.rs")]
+#[cfg_attr(not(target_os = "linux"), path = "sys_other.rs")]
+mod sys;
+
+/// On Linux, the other systems' side is compiled and unit-tested too, so that a change that
+/// breaks it shows here and not first on a macOS release build.
+#[cfg(all(test, target_os = "linux"))]
+#[path = "sys_other.rs"]
+#[expect(dead_code, reason = "only its tests use it on Linux")]
+mod sys_other;
 
 use std::time::Duration;
 
 pub use env::{allowlisted_environment, is_secret_name};
+pub use invocation::{SUBCOMMAND, SandboxPolicy};
 pub use limits::{Limits, LimitsConfig};
 pub use plan::{SandboxPlan, SandboxReport};
 pub use runner::{CommandOutput, CommandSpec, DEFAULT_OUTPUT_CAP, DEFAULT_TIMEOUT, run};
-pub use trampoline::{SUBCOMMAND, SandboxPolicy, probe, trampoline_main};
+pub use sys::harden_process;
+pub use trampoline::{probe, trampoline_main};
 
 /// Settings for tools that run programs, from the operator.
 #[derive(Debug, Clone)]
@@ -55,17 +82,4 @@ pub struct CommandSettings {
     /// The sandbox decided at the start of the run ([`SandboxPlan::decide`]). `None` until then;
     /// commands refuse to run without one.
     pub sandbox: Option<SandboxPlan>,
-}
-
-/// Hardens upkeep's own process; call it first thing in `main` (not in the trampoline, which
-/// does the same once it has made its namespaces):
-///
-/// - non-dumpable: no process without `CAP_SYS_PTRACE` over upkeep (a command running as the
-///   same user, or as root without capabilities) can read its memory or environment through
-///   `/proc/<pid>/{mem,environ}` or attach to it, and upkeep leaves no core dump;
-/// - a child subreaper: should a command's sandbox supervisor die before it cleaned up, the
-///   command's orphans come to upkeep, which kills them, instead of to init.
-pub fn harden_process() -> Result<(), nix::Error> {
-    nix::sys::prctl::set_dumpable(false)?;
-    nix::sys::prctl::set_child_subreaper(true)
 }

@@ -17,19 +17,8 @@ use std::io;
 
 use nix::sched::{CloneFlags, unshare};
 use nix::unistd::{Gid, Uid, getegid, geteuid};
-use serde::{Deserialize, Serialize};
 
-/// How namespaces are made on this machine, if at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Namespaces {
-    /// Unshared directly: upkeep is privileged (root).
-    Direct,
-    /// Inside a new user namespace that maps upkeep's ids to themselves.
-    User,
-    /// None can be made (user namespaces disabled or restricted, no privilege).
-    None,
-}
+use super::plan::Namespaces;
 
 /// Makes the user (when `how` says so) and network namespaces, in the calling process, which
 /// must be single-threaded for a user namespace. The PID namespace is separate

@@ -6,11 +6,46 @@
 //! child process, so the operator sees what applies before any work, `--require-sandbox` can
 //! refuse to start, and the trampoline never quietly falls back to less than was reported: it
 //! refuses to run a command whose [`SandboxPlan`] it cannot carry out.
+//!
+//! The plan is plain data, the same on every system: on Linux it says which of Landlock,
+//! namespaces, capabilities, a pids cgroup and a subreaper apply; on other systems (macOS) the
+//! probe reports [`Kernel::Other`] and the plan says honestly that commands get only resource
+//! limits and their process group's cleanup (`docs/commands.md`, "Other systems").
 
 use serde::{Deserialize, Serialize};
 
 use super::limits::{Limits, ProcessLimit};
-use super::namespaces::Namespaces;
+
+/// Which kind of kernel upkeep runs on, as far as the sandbox is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kernel {
+    /// Linux: Landlock and namespaces where enabled, capability sets, child subreapers, `/proc`.
+    Linux,
+    /// Any other (macOS): none of those; POSIX resource limits and process groups only.
+    Other,
+}
+
+impl Kernel {
+    /// The kernel this build of upkeep runs on.
+    pub const CURRENT: Kernel = if cfg!(target_os = "linux") {
+        Kernel::Linux
+    } else {
+        Kernel::Other
+    };
+}
+
+/// How namespaces are made on this machine, if at all (see `namespaces`, Linux only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Namespaces {
+    /// Unshared directly: upkeep is privileged (root).
+    Direct,
+    /// Inside a new user namespace that maps upkeep's ids to themselves.
+    User,
+    /// None can be made (user namespaces disabled or restricted, no privilege, not Linux).
+    None,
+}
 
 /// Filesystem confinement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,7 +53,7 @@ use super::namespaces::Namespaces;
 pub enum Filesystem {
     /// Landlock: writes only beneath the work tree and the scratch directory.
     Landlock,
-    /// None: the kernel has no Landlock.
+    /// None: the kernel has no Landlock (or is not Linux).
     None,
 }
 
@@ -47,6 +82,9 @@ pub enum Capabilities {
     /// cleared (no namespace, no `CAP_SETPCAP`). `no_new_privs` still stops any program from
     /// gaining a capability.
     BoundingSetKept,
+    /// Not Linux: there are no capability sets to clear and no `no_new_privs`. The command has
+    /// every privilege of upkeep's user (all of them when upkeep runs as root).
+    Unchanged,
 }
 
 /// How every process a command started is ended with it.
@@ -57,11 +95,15 @@ pub enum Cleanup {
     PidNamespace,
     /// The sandbox's supervisor is a child subreaper and kills every descendant until none is left.
     Subreaper,
+    /// Not Linux: the command's process group is killed. A process that left the group (`setsid`,
+    /// a daemon) is out of reach and outlives the command.
+    ProcessGroup,
 }
 
 /// What this machine offers, as found by the trampoline's probe stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probe {
+    pub kernel: Kernel,
     /// Landlock's filesystem rules are enforced (ABI 1, Linux 5.13).
     pub landlock_filesystem: bool,
     /// Landlock can deny TCP bind and connect (ABI 4).
@@ -78,9 +120,10 @@ pub struct Probe {
 }
 
 impl Probe {
-    /// What to assume when the probe itself could not run: nothing.
-    pub fn nothing() -> Self {
+    /// What to assume on `kernel` when the probe itself could not run: nothing.
+    pub fn nothing(kernel: Kernel) -> Self {
         Probe {
+            kernel,
             landlock_filesystem: false,
             landlock_tcp: false,
             landlock_signal_scope: false,
@@ -95,6 +138,8 @@ impl Probe {
 /// The sandbox every command of a run gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxPlan {
+    /// The kernel the plan was made for; the trampoline refuses a plan made for another.
+    pub kernel: Kernel,
     pub filesystem: Filesystem,
     pub network: Network,
     pub namespaces: Namespaces,
@@ -108,11 +153,16 @@ pub struct SandboxPlan {
 impl SandboxPlan {
     /// The strongest sandbox `probe` allows. A network namespace is preferred over Landlock's
     /// TCP rules: it also covers UDP and DNS, and it keeps a project's own loopback tests
-    /// working, which Landlock's rules would break.
+    /// working, which Landlock's rules would break. On [`Kernel::Other`] nothing of Linux's is
+    /// planned, whatever the probe says.
     pub fn decide(probe: &Probe, allow_network: bool) -> Self {
+        if probe.kernel == Kernel::Other {
+            return Self::posix_only(allow_network);
+        }
         let namespaces = probe.namespaces;
         let has_namespaces = namespaces != Namespaces::None;
         SandboxPlan {
+            kernel: Kernel::Linux,
             filesystem: if probe.landlock_filesystem {
                 Filesystem::Landlock
             } else {
@@ -148,9 +198,34 @@ impl SandboxPlan {
         }
     }
 
+    /// The plan of a system other than Linux: resource limits (no process limit: POSIX has
+    /// none) and the process group's cleanup; no confinement, no network isolation.
+    fn posix_only(allow_network: bool) -> Self {
+        SandboxPlan {
+            kernel: Kernel::Other,
+            filesystem: Filesystem::None,
+            network: if allow_network { Network::Allowed } else { Network::None },
+            namespaces: Namespaces::None,
+            capabilities: Capabilities::Unchanged,
+            process_limit: ProcessLimit::None,
+            cleanup: Cleanup::ProcessGroup,
+            signal_scope: false,
+        }
+    }
+
     /// `--require-sandbox`: what is missing, if anything. Filesystem confinement is required,
     /// and network isolation unless the operator allowed the network.
     pub fn missing_requirements(&self) -> Option<String> {
+        if self.kernel == Kernel::Other {
+            let missing = match self.network {
+                Network::Allowed => "filesystem confinement",
+                _ => "filesystem confinement and network isolation",
+            };
+            return Some(format!(
+                "{missing}: upkeep's command sandbox (Landlock, namespaces) exists only on Linux; \
+                 here commands run with resource limits only (see docs/commands.md, \"Other systems\")"
+            ));
+        }
         let mut missing = Vec::new();
         if self.filesystem == Filesystem::None {
             missing.push("filesystem confinement (Landlock, Linux 5.13+ with Landlock enabled)");

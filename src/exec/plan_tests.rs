@@ -2,6 +2,7 @@ use super::*;
 
 fn probe() -> Probe {
     Probe {
+        kernel: Kernel::Linux,
         landlock_filesystem: true,
         landlock_tcp: true,
         landlock_signal_scope: true,
@@ -40,9 +41,12 @@ fn without_namespaces_landlock_tcp_rules_and_a_subreaper_apply() {
 #[test]
 fn allow_network_is_reported_as_allowed_whatever_the_kernel_has() {
     assert_eq!(SandboxPlan::decide(&probe(), true).network, Network::Allowed);
-    assert_eq!(SandboxPlan::decide(&Probe::nothing(), true).network, Network::Allowed);
     assert_eq!(
-        SandboxPlan::decide(&Probe::nothing(), true)
+        SandboxPlan::decide(&Probe::nothing(Kernel::Linux), true).network,
+        Network::Allowed
+    );
+    assert_eq!(
+        SandboxPlan::decide(&Probe::nothing(Kernel::Linux), true)
             .missing_requirements()
             .map(|m| m.contains("network")),
         Some(false)
@@ -69,7 +73,7 @@ fn root_limits_processes_with_a_cgroup_or_not_at_all() {
 
 #[test]
 fn require_sandbox_names_what_is_missing() {
-    let plan = SandboxPlan::decide(&Probe::nothing(), false);
+    let plan = SandboxPlan::decide(&Probe::nothing(Kernel::Linux), false);
     let missing = plan.missing_requirements().expect("nothing is available");
     assert!(missing.contains("filesystem confinement"), "{missing}");
     assert!(missing.contains("network isolation"), "{missing}");
@@ -100,4 +104,61 @@ fn the_report_has_the_documented_shape() {
         report.summary(),
         "filesystem landlock, network namespace, capabilities none, cleanup pid-namespace"
     );
+}
+
+/// What a macOS run gets, decided on any machine: whatever a probe claims, nothing of Linux's
+/// is planned, and `--require-sandbox` says why it refuses.
+#[test]
+fn other_systems_plan_resource_limits_and_the_process_group_only() {
+    let claims_everything = Probe {
+        kernel: Kernel::Other,
+        root: true,
+        pids_cgroup: true,
+        can_clear_bounding_set: true,
+        ..probe()
+    };
+    let plan = SandboxPlan::decide(&claims_everything, false);
+    assert_eq!(plan.kernel, Kernel::Other);
+    assert_eq!(plan.filesystem, Filesystem::None);
+    assert_eq!(plan.network, Network::None);
+    assert_eq!(plan.namespaces, Namespaces::None);
+    assert_eq!(plan.capabilities, Capabilities::Unchanged);
+    assert_eq!(plan.process_limit, ProcessLimit::None);
+    assert_eq!(plan.cleanup, Cleanup::ProcessGroup);
+    assert!(!plan.signal_scope);
+    let missing = plan.missing_requirements().expect("nothing is confined");
+    assert!(
+        missing.contains("filesystem confinement and network isolation"),
+        "{missing}"
+    );
+    assert!(missing.contains("only on Linux"), "{missing}");
+
+    let allowed = SandboxPlan::decide(&Probe::nothing(Kernel::Other), true);
+    assert_eq!(allowed.network, Network::Allowed);
+    let missing = allowed.missing_requirements().expect("still not confined");
+    assert!(!missing.contains("network isolation"), "{missing}");
+
+    let report = SandboxReport::new(&plan, &Limits::default());
+    assert_eq!(
+        report.summary(),
+        "filesystem none, network none, capabilities unchanged, cleanup process-group"
+    );
+    let value = serde_json::to_value(report).expect("serializes");
+    assert_eq!(value["limits"]["processes_enforced_by"], "none");
+}
+
+/// `docs/commands.md` shows exactly what a macOS run reports.
+#[test]
+fn the_documented_report_of_other_systems_is_the_one_made() {
+    let docs = include_str!("../../docs/commands.md");
+    let example = docs
+        .split("## Other systems (macOS)")
+        .nth(1)
+        .and_then(|section| section.split("```json\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("a json block in the section");
+    let documented: serde_json::Value = serde_json::from_str(example).expect("valid JSON");
+    let plan = SandboxPlan::decide(&Probe::nothing(Kernel::Other), false);
+    let made = serde_json::to_value(SandboxReport::new(&plan, &Limits::default())).expect("serializes");
+    assert_eq!(made, documented);
 }

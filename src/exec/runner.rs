@@ -13,14 +13,15 @@
 //!   runner closes the trampoline's control pipe and its supervisor kills every process the
 //!   command started (which it also does when the command ends by itself); the kernel closes
 //!   that pipe too when upkeep exits in any way. As a last resort the runner kills the
-//!   supervisor's process group, and, when upkeep is a child subreaper, any orphan that
-//!   reached upkeep (see [`super::reaper::reap_adopted`]);
+//!   supervisor's process group, and, when upkeep is a child subreaper (Linux), any orphan
+//!   that reached upkeep (see `reaper::reap_adopted`);
 //! - returns at most `output_cap` bytes of output (head and tail, with a notice of what was left
 //!   out between them), holding no more than that in memory, decoded lossily.
 //!
 //! Without a sandbox (only in this crate's own tests) the command leads its own process group
 //! and that group is killed instead; a process that leaves the group is then out of reach.
 
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -29,7 +30,6 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::fcntl::OFlag;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -39,9 +39,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::{Capture, READ_CHUNK};
+use super::invocation::{SandboxPolicy, supervise_args};
 use super::limits::ProcessLimit;
-use super::reaper;
-use super::trampoline::{SELF_EXE, SandboxPolicy, supervise_args};
+use super::sys;
 
 /// Bytes of output returned to the caller unless configured otherwise.
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
@@ -145,8 +145,11 @@ fn seconds(duration: Duration) -> String {
 /// [`CommandOutput`].
 pub async fn run(spec: &CommandSpec, cancel: &CancellationToken) -> io::Result<CommandOutput> {
     let (program, args) = match &spec.sandbox {
-        None => (spec.program.clone(), spec.args.clone()),
-        Some(policy) => (SELF_EXE.to_owned(), supervise_args(&spec.program, &spec.args, policy)?),
+        None => (OsString::from(&spec.program), spec.args.clone()),
+        Some(policy) => (
+            sys::self_exe()?.into_os_string(),
+            supervise_args(&spec.program, &spec.args, policy)?,
+        ),
     };
 
     // One pipe for both streams keeps their interleaving exactly as the command wrote it. The
@@ -157,7 +160,7 @@ pub async fn run(spec: &CommandSpec, cancel: &CancellationToken) -> io::Result<C
     // The supervisor's standard input is the control pipe: its end tells it to stop.
     let (stdin, control) = match spec.sandbox {
         Some(_) => {
-            let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+            let (read, write) = sys::control_pipe()?;
             (Stdio::from(read), Some(write))
         }
         None => (Stdio::null(), None),
@@ -373,10 +376,10 @@ async fn reap_group(pgid: Pid) {
 async fn backstop(supervisor: Pid, cgroup: bool) {
     if cgroup {
         if let Ok(pid) = u32::try_from(supervisor.as_raw()) {
-            let _ = tokio::task::spawn_blocking(move || super::cgroup::remove_leftover(pid)).await;
+            let _ = tokio::task::spawn_blocking(move || sys::remove_leftover_cgroup(pid)).await;
         }
     }
-    if !nix::sys::prctl::get_child_subreaper().unwrap_or(false) {
+    if !sys::adopts_orphans() {
         return;
     }
     let keep: Vec<Pid> = SUPERVISORS
@@ -387,7 +390,7 @@ async fn backstop(supervisor: Pid, cgroup: bool) {
         .filter(|pid| *pid != supervisor)
         .collect();
     let deadline = std::time::Instant::now() + REAP_GRACE;
-    let _ = tokio::task::spawn_blocking(move || reaper::reap_adopted(&keep, deadline)).await;
+    let _ = tokio::task::spawn_blocking(move || sys::reap_adopted(&keep, deadline)).await;
 }
 
 #[cfg(test)]

@@ -24,6 +24,20 @@ async fn run_it(spec: &CommandSpec) -> io::Result<CommandOutput> {
     run(spec, &CancellationToken::new()).await
 }
 
+/// Killed members are zombies until their parent reaps them. Orphans go to init, which in some
+/// containers never reaps, and a zombie still counts as a group member for killpg; the test
+/// process becomes their reaper so the runner's reaping applies (Linux).
+#[cfg(target_os = "linux")]
+fn become_the_orphans_reaper() -> nix::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
+}
+
+/// Elsewhere orphans go to launchd (or init), which reaps them.
+#[cfg(not(target_os = "linux"))]
+fn become_the_orphans_reaper() -> nix::Result<()> {
+    Ok(())
+}
+
 /// Waits until no process of the group exists any more.
 async fn group_is_gone(pgid: Pid) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -155,10 +169,7 @@ async fn binary_output_is_decoded_lossily() -> TestResult {
 
 #[tokio::test]
 async fn timeout_kills_the_whole_process_group() -> TestResult {
-    // Killed members are zombies until their parent reaps them. Orphans go to init, which
-    // in some containers never reaps, and a zombie still counts as a group member for
-    // killpg; make the test process their reaper so the runner's reaping applies.
-    nix::sys::prctl::set_child_subreaper(true)?;
+    become_the_orphans_reaper()?;
     let mut slow = sh("echo $$; sleep 100 & sleep 100");
     slow.timeout = Duration::from_secs(1);
     let started = Instant::now();
@@ -181,7 +192,7 @@ async fn timeout_kills_the_whole_process_group() -> TestResult {
 
 #[tokio::test]
 async fn cancellation_kills_the_whole_process_group() -> TestResult {
-    nix::sys::prctl::set_child_subreaper(true)?;
+    become_the_orphans_reaper()?;
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     tokio::spawn(async move {
@@ -204,7 +215,7 @@ async fn cancellation_kills_the_whole_process_group() -> TestResult {
 
 #[tokio::test]
 async fn background_jobs_do_not_outlive_the_command() -> TestResult {
-    nix::sys::prctl::set_child_subreaper(true)?;
+    become_the_orphans_reaper()?;
     let started = Instant::now();
     // The background sleep keeps the output pipe open after the shell exits.
     let out = run_it(&sh("echo $$; sleep 100 & echo done")).await?;

@@ -3,94 +3,43 @@
 //! Why: namespaces, Landlock, capabilities and resource limits bind the process that sets them
 //! and what it starts, so they must be set between `fork` and the command's `exec`; `pre_exec`
 //! would do that but is `unsafe`, which this crate forbids. upkeep runs itself instead, in
-//! three stages of the hidden [`SUBCOMMAND`]:
+//! three stages of the hidden [`SUBCOMMAND`] (arguments as [`super::invocation`] builds them):
 //!
 //! ```text
 //! upkeep __sandbox-exec probe                          prints what this machine offers (JSON)
 //! upkeep __sandbox-exec supervise POLICY -- PROGRAM ARGS...
-//!   └─ upkeep __sandbox-exec confine POLICY -- PROGRAM ARGS...   (see `confine`)
+//!   └─ upkeep __sandbox-exec confine POLICY -- PROGRAM ARGS...   (Linux; see `confine`)
 //!        └─ PROGRAM ARGS...
 //! ```
 //!
-//! The supervisor makes the namespaces (see `namespaces`), joins a pids cgroup when that is
-//! the process limit, starts the confinement stage, and then watches two things: its child,
-//! and its standard input, which is a pipe from upkeep. When upkeep closes that pipe (the
-//! command timed out or was cancelled, or upkeep itself exited in any way, even killed) the
-//! supervisor kills the command. When the command ends, every process it started is killed
-//! too: in a PID namespace by the kernel (the confinement stage is the namespace's init), and
-//! otherwise by the supervisor, a child subreaper (see `reaper`). Then the supervisor exits the
-//! way the program did (same exit code, or the same signal), so upkeep reports it as usual.
+//! On Linux (`sys_linux.rs`) the supervisor makes the namespaces (see `namespaces`), joins a
+//! pids cgroup when that is the process limit, starts the confinement stage, and then watches
+//! two things: its child, and its standard input, which is a pipe from upkeep. When upkeep
+//! closes that pipe (the command timed out or was cancelled, or upkeep itself exited in any
+//! way, even killed) the supervisor kills the command. When the command ends, every process it
+//! started is killed too: in a PID namespace by the kernel (the confinement stage is the
+//! namespace's init), and otherwise by the supervisor, a child subreaper (see `reaper`). Then
+//! the supervisor exits the way the program did (same exit code, or the same signal), so
+//! upkeep reports it as usual.
 //!
-//! Guarantees: the program never runs with less than the [`SandboxPlan`] says; any failure is
-//! exit status 126 (or 127 for a program that does not exist) with a message on stderr.
+//! Elsewhere (`sys_other.rs`, macOS) there is nothing to set between the stages but resource
+//! limits: the supervisor sets them on itself, starts the program, and kills its process group
+//! when upkeep lets go.
+//!
+//! Guarantees: the program never runs with less than the [`SandboxPlan`](super::plan::SandboxPlan)
+//! says (a plan made for another kind of system, or one this system cannot carry out, is
+//! refused); any failure is exit status 126 (or 127 for a program that does not exist) with a
+//! message on stderr.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{self, Read, Write};
-use std::os::fd::OwnedFd;
-use std::path::PathBuf;
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::time::{Duration, Instant};
+use std::process::ExitCode;
 
-use nix::fcntl::OFlag;
-use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitStatus, waitpid};
-use nix::unistd::Pid;
-use serde::{Deserialize, Serialize};
+use super::invocation::{EXIT_CANNOT_RUN, fail, parse_invocation};
+use super::plan::{Kernel, Probe};
+use super::sys;
 
-use super::cgroup::PidsCgroup;
-use super::limits::{Limits, ProcessLimit};
-use super::namespaces;
-use super::plan::{Cleanup, Network, Probe, SandboxPlan};
-use super::{confine, reaper};
-
-/// The hidden subcommand upkeep's `main` must route to [`trampoline_main`].
-pub const SUBCOMMAND: &str = "__sandbox-exec";
-/// How upkeep runs itself: robust against the executable being replaced while upkeep runs.
-pub const SELF_EXE: &str = "/proc/self/exe";
-
-/// Exit status when the sandbox or the program could not be set up (as a shell reports a
-/// command found but not executable).
-pub const EXIT_CANNOT_RUN: u8 = 126;
-/// Exit status when the program does not exist (as a shell reports a command not found).
-pub const EXIT_NOT_FOUND: u8 = 127;
-
-/// How long the supervisor may take to kill what a command left, before it gives up.
-const CLEANUP_DEADLINE: Duration = Duration::from_secs(10);
-
-/// Everything the trampoline needs to know about one command's sandbox.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SandboxPolicy {
-    /// Absolute directories beneath which writing, creating and removing are allowed.
-    pub writable: Vec<PathBuf>,
-    pub plan: SandboxPlan,
-    pub limits: Limits,
-}
-
-/// A parsed `supervise` or `confine` invocation.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Invocation {
-    pub policy: SandboxPolicy,
-    pub program: OsString,
-    pub args: Vec<OsString>,
-}
-
-/// The arguments after upkeep's executable that run `program args` in the sandbox `policy`.
-pub fn supervise_args(program: &str, args: &[String], policy: &SandboxPolicy) -> io::Result<Vec<String>> {
-    if let Some(dir) = policy.writable.iter().find(|dir| !dir.is_absolute()) {
-        // Relative directories would be resolved against the command's working directory.
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("sandbox directory {} is not absolute", dir.display()),
-        ));
-    }
-    let policy = serde_json::to_string(policy).map_err(io::Error::other)?;
-    let mut out = vec![SUBCOMMAND.to_owned(), "supervise".to_owned(), policy, "--".to_owned()];
-    out.push(program.to_owned());
-    out.extend(args.iter().cloned());
-    Ok(out)
-}
+#[cfg(doc)]
+use super::invocation::SUBCOMMAND;
 
 /// Entry point for [`SUBCOMMAND`]: `args` are the arguments after it. Call it before starting an
 /// async runtime, tracing or anything else: it must stay a thin step between upkeep and the
@@ -100,263 +49,32 @@ pub fn trampoline_main(args: &[OsString]) -> ExitCode {
         return fail(EXIT_CANNOT_RUN, "missing stage");
     };
     if stage.as_os_str() == OsStr::new("probe") {
-        return probe_main();
+        return sys::probe_stage();
     }
     let invocation = match parse_invocation(rest) {
         Ok(invocation) => invocation,
         Err(message) => return fail(EXIT_CANNOT_RUN, &message),
     };
+    // Before anything is set up: a plan made for another kind of kernel cannot be carried out
+    // here, and running it with whatever this system has would be less than was reported.
+    let planned_for = invocation.policy.plan.kernel;
+    if planned_for != Kernel::CURRENT {
+        return fail(
+            EXIT_CANNOT_RUN,
+            &format!("refusing to run the command: its sandbox was planned for {planned_for:?}, not this system"),
+        );
+    }
     match stage.to_str() {
-        Some("supervise") => supervise(&invocation),
-        Some("confine") => confine::run(&invocation),
+        Some("supervise") => sys::supervise(&invocation),
+        Some("confine") => sys::confine_stage(&invocation),
         _ => fail(EXIT_CANNOT_RUN, &format!("unknown stage {stage:?}")),
     }
 }
 
-/// Writes a message for the command's output (stderr) and returns `code`.
-pub fn fail(code: u8, message: &str) -> ExitCode {
-    // Not `eprintln!`: a closed or broken stderr must not turn into a panic.
-    let _ = writeln!(io::stderr(), "upkeep sandbox: {message}");
-    ExitCode::from(code)
-}
-
-pub(crate) fn parse_invocation(args: &[OsString]) -> Result<Invocation, String> {
-    let [policy, separator, program, args @ ..] = args else {
-        return Err("expected POLICY -- PROGRAM [ARGS...]".to_owned());
-    };
-    if separator.as_os_str() != OsStr::new("--") {
-        return Err("expected `--` after the policy".to_owned());
-    }
-    let policy = policy.to_str().ok_or("the policy is not UTF-8")?;
-    let policy: SandboxPolicy = serde_json::from_str(policy).map_err(|error| format!("invalid policy: {error}"))?;
-    if let Some(dir) = policy.writable.iter().find(|dir| !dir.is_absolute()) {
-        return Err(format!("writable directory {} is not absolute", dir.display()));
-    }
-    Ok(Invocation {
-        policy,
-        program: program.clone(),
-        args: args.to_vec(),
-    })
-}
-
-/// `probe`: finds out what the machine offers, in this throw-away process (making namespaces
-/// changes the process that makes them), and prints it as JSON.
-fn probe_main() -> ExitCode {
-    let landlock = confine::landlock_support();
-    let root = nix::unistd::geteuid().is_root();
-    let probe = Probe {
-        landlock_filesystem: landlock.filesystem,
-        landlock_tcp: landlock.tcp,
-        landlock_signal_scope: landlock.signal_scope,
-        root,
-        can_clear_bounding_set: caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP)
-            .unwrap_or(false),
-        pids_cgroup: root && super::cgroup::available(),
-        // Last: it moves this process into new namespaces.
-        namespaces: namespaces::probe(),
-    };
-    match serde_json::to_string(&probe) {
-        Ok(json) if writeln!(io::stdout(), "{json}").is_ok() => ExitCode::SUCCESS,
-        _ => ExitCode::from(EXIT_CANNOT_RUN),
-    }
-}
-
-/// How the program ended, as the supervisor reproduces it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ended {
-    Code(i32),
-    Signal(i32),
-}
-
-fn supervise(invocation: &Invocation) -> ExitCode {
-    let policy = &invocation.policy;
-    let plan = &policy.plan;
-    let pid_namespace = plan.cleanup == Cleanup::PidNamespace;
-    if let Err(message) = namespaces::enter(plan.namespaces, plan.network == Network::Namespace) {
-        return fail(EXIT_CANNOT_RUN, &format!("refusing to run the command: {message}"));
-    }
-    // Writing the id maps needed this process dumpable; from here on nothing may read it.
-    let _ = nix::sys::prctl::set_dumpable(false);
-    // The watcher must exist before the PID namespace: after that, no thread can be started.
-    let stop = Arc::new(StopSignal::default());
-    let watcher = Arc::clone(&stop);
-    std::thread::spawn(move || {
-        wait_for_upkeep_to_let_go();
-        watcher.stop(pid_namespace);
-    });
-    if pid_namespace {
-        if let Err(message) = namespaces::enter_pid_namespace() {
-            return fail(EXIT_CANNOT_RUN, &format!("refusing to run the command: {message}"));
-        }
-    }
-    let cgroup = match plan.process_limit {
-        ProcessLimit::Cgroup => match PidsCgroup::create_and_join(policy.limits.processes.saturating_add(2)) {
-            Ok(cgroup) => Some(cgroup),
-            Err(error) => return fail(EXIT_CANNOT_RUN, &format!("cannot limit processes: {error}")),
-        },
-        _ => None,
-    };
-    // Here, right after the namespaces were made, is the one place where the capabilities to
-    // clear the bounding set exist (inside a user namespace the next stage runs without any),
-    // and the supervisor needs none of them either.
-    if let Err(message) = confine::drop_capabilities(plan.capabilities) {
-        return fail(
-            EXIT_CANNOT_RUN,
-            &format!("refusing to run the command with capabilities: {message}"),
-        );
-    }
-    if !pid_namespace {
-        if let Err(error) = nix::sys::prctl::set_child_subreaper(true) {
-            return fail(EXIT_CANNOT_RUN, &format!("cannot become a subreaper: {error}"));
-        }
-    }
-    let ended = run_supervised(invocation, pid_namespace, &stop);
-    if let Some(cgroup) = cgroup {
-        let _ = cgroup.remove();
-    }
-    match ended {
-        Ok(Ended::Code(code)) => ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX)),
-        Ok(Ended::Signal(number)) => {
-            // Die the same way, so upkeep reports the signal. Only a signal this process ignores
-            // (SIGPIPE) survives the attempt; then the shell's convention stands in.
-            if let Ok(signal) = Signal::try_from(number) {
-                let _ = nix::sys::signal::raise(signal);
-            }
-            ExitCode::from(128u8.saturating_add(u8::try_from(number).unwrap_or(0)))
-        }
-        Err(message) => fail(EXIT_CANNOT_RUN, &message),
-    }
-}
-
-fn run_supervised(invocation: &Invocation, pid_namespace: bool, stop: &StopSignal) -> Result<Ended, String> {
-    let policy = serde_json::to_string(&invocation.policy).map_err(|error| error.to_string())?;
-    let mut command = Command::new(SELF_EXE);
-    command
-        .args([SUBCOMMAND, "confine", &policy, "--"])
-        .arg(&invocation.program)
-        .args(&invocation.args);
-    // The namespace's init reports the program's end through its standard input.
-    let status_pipe = if pid_namespace {
-        let (reader, writer) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|error| error.to_string())?;
-        command.stdin(Stdio::from(writer));
-        Some(reader)
-    } else {
-        command.stdin(Stdio::null());
-        None
-    };
-    let child = command
-        .spawn()
-        .map_err(|error| format!("cannot start the sandbox: {error}"))?;
-    // The parent's copy of the write end goes with `command`.
-    drop(command);
-    let child = Pid::from_raw(i32::try_from(child.id()).map_err(|error| error.to_string())?);
-    stop.started(child, pid_namespace);
-
-    let mut ended = loop {
-        match waitpid(None, None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == child => break Ended::Code(code),
-            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == child => break Ended::Signal(signal as i32),
-            // An orphan re-parented to this subreaper, reaped; or an interrupted wait.
-            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
-            Err(error) => return Err(format!("lost track of the command: {error}")),
-        }
-    };
-    if let Some(reader) = status_pipe {
-        ended = reported_end(reader).unwrap_or(ended);
-    }
-    if !reaper::kill_descendants(Instant::now() + CLEANUP_DEADLINE) {
-        return Err("processes the command started could not all be killed".to_owned());
-    }
-    Ok(ended)
-}
-
-/// Between the watcher thread (upkeep let go) and the main thread (the child started): whoever
-/// comes second kills the command.
-#[derive(Default)]
-struct StopSignal {
-    stopped: AtomicBool,
-    child: AtomicI32,
-}
-
-impl StopSignal {
-    fn stop(&self, pid_namespace: bool) {
-        self.stopped.store(true, Ordering::SeqCst);
-        let child = self.child.load(Ordering::SeqCst);
-        if child != 0 {
-            kill_command(Pid::from_raw(child), pid_namespace);
-        }
-    }
-
-    fn started(&self, child: Pid, pid_namespace: bool) {
-        self.child.store(child.as_raw(), Ordering::SeqCst);
-        if self.stopped.load(Ordering::SeqCst) {
-            kill_command(child, pid_namespace);
-        }
-    }
-}
-
-fn kill_command(child: Pid, pid_namespace: bool) {
-    if pid_namespace {
-        // The namespace's init: the kernel kills everything else with it.
-        let _ = kill(child, Signal::SIGKILL);
-    } else {
-        reaper::kill_descendants_once();
-    }
-}
-
-/// Blocks until standard input (the pipe from upkeep) reaches its end or fails.
-fn wait_for_upkeep_to_let_go() {
-    let mut stdin = io::stdin();
-    let mut buffer = [0u8; 64];
-    loop {
-        match stdin.read(&mut buffer) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
-    }
-}
-
-/// What the namespace's init wrote about the program's end, if it got that far.
-fn reported_end(reader: OwnedFd) -> Option<Ended> {
-    let mut text = String::new();
-    std::fs::File::from(reader).read_to_string(&mut text).ok()?;
-    let (kind, number) = text.trim().split_once(' ')?;
-    let number: i32 = number.parse().ok()?;
-    match kind {
-        "exit" => Some(Ended::Code(number)),
-        "signal" => Some(Ended::Signal(number)),
-        _ => None,
-    }
-}
-
-/// Runs the probe stage in a child process and reads what it found. Anything going wrong
-/// means nothing is available.
+/// What this machine offers commands, found out once per run (on Linux in a throw-away child
+/// process). Anything going wrong means nothing is available.
 pub async fn probe() -> Probe {
-    let output = tokio::process::Command::new(SELF_EXE)
-        .args([SUBCOMMAND, "probe"])
-        .env_clear()
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .await;
-    match output {
-        Ok(output) if output.status.success() => {
-            serde_json::from_slice(output.stdout.trim_ascii()).unwrap_or_else(|error| {
-                tracing::warn!(%error, "the sandbox probe answered something unreadable");
-                Probe::nothing()
-            })
-        }
-        Ok(output) => {
-            tracing::warn!(status = %output.status, "the sandbox probe failed");
-            Probe::nothing()
-        }
-        Err(error) => {
-            tracing::warn!(%error, "cannot run the sandbox probe");
-            Probe::nothing()
-        }
-    }
+    sys::probe().await
 }
 
 #[cfg(test)]

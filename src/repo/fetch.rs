@@ -11,8 +11,9 @@ use git2::{Cred, CredentialType, FetchOptions, Oid, RemoteCallbacks, Repository}
 
 use super::error::WorkspaceError;
 use super::layout::GitAuth;
+use super::setup::with_transfer;
 use super::stop::Stop;
-use super::transport::{Transfer, with_transfer};
+use super::transport::Transfer;
 
 /// What to fetch.
 pub(super) struct FetchSpec<'a> {

@@ -31,6 +31,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 
+pub use super::gate_error::GateError;
 pub use super::path::{EntryKind, RepoPath, is_git_name, normalise};
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
@@ -40,57 +41,8 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 /// Symlinks followed while resolving one path, at most (the kernel's own limit is 40).
 pub const MAX_LINK_HOPS: usize = 40;
 
-/// Why the gate refused. The text goes back to the model as the failed call's result, so each
-/// says what to do instead.
-#[derive(Debug, thiserror::Error)]
-pub enum GateError {
-    #[error("the path is empty; give a path relative to the repository root")]
-    Empty,
-    #[error("{0:?} contains a NUL byte")]
-    Nul(String),
-    #[error("{0:?} is absolute; give a path relative to the repository root (for example `src/main.rs`)")]
-    Absolute(String),
-    #[error(
-        "{0:?} contains `..`; paths must stay inside the repository: give a path relative to its root without `..`"
-    )]
-    ParentDir(String),
-    #[error(
-        "{0:?} names the git directory (`.git`, in any letter case), which upkeep never reads or writes; use the repository's files instead"
-    )]
-    GitDir(String),
-    #[error(
-        "{requested:?} goes through the symlink {link:?}, which points outside the repository; file tools only work inside it"
-    )]
-    LinkOutside { requested: String, link: String },
-    #[error(
-        "{requested:?} goes through the symlink {link:?}, which points into the git directory; upkeep never reads or writes it"
-    )]
-    LinkIntoGit { requested: String, link: String },
-    #[error("{0:?} goes through more than 40 symlinks; it cannot be resolved")]
-    TooManyLinks(String),
-    #[error("{0} does not exist")]
-    NotFound(String),
-    #[error("{0} is a directory")]
-    IsDir(String),
-    #[error("{path} is {kind}, not a regular file; upkeep reads and writes regular files only")]
-    NotRegular { path: String, kind: &'static str },
-    #[error(
-        "{0} has more than one hard link; upkeep reads only files with a single link (a git checkout never makes hard links)"
-    )]
-    HardLink(String),
-    #[error(
-        "{requested:?} is protected (protected_paths: {patterns}); upkeep may not change it. Leave it as it is, or ask a human with ask_question"
-    )]
-    Protected { requested: String, patterns: String },
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: io::Error,
-    },
-}
-
 impl GateError {
+    /// An I/O failure on `path`; a missing file is [`GateError::NotFound`].
     fn io(path: &RepoPath, source: io::Error) -> Self {
         match source.kind() {
             io::ErrorKind::NotFound => GateError::NotFound(path.display()),

@@ -11,8 +11,10 @@
 //! - `continuation.rs`: a cycle that goes on from a bot branch the remote has (a review
 //!   follow-up) and pushes only on top of it.
 //! - [`transport`]: git over HTTP(S) with the token pinned to the operator URL's origin;
+//!   `transfer.rs` holds what one operation may do (token, origin, stop, stall timeout) and
 //!   `waiting.rs` gives up its waits on an interrupt, the deadline or a stall.
-//! - [`setup`]: libgit2 made blind to user and system git configuration, once per process.
+//! - [`setup`]: libgit2 made blind to user and system git configuration and given upkeep's
+//!   transport, once per process; `with_transfer` runs an operation with its transfer.
 //! - [`cleanup`]: every temporary directory, removed on every way out.
 //! - [`stop`]: what ends git work early (interrupt, `--timeout`) and the stall timeout.
 //!
@@ -26,6 +28,7 @@ mod error;
 mod export;
 mod fetch;
 pub mod fs;
+mod gate_error;
 pub mod git;
 mod layout;
 pub mod path;
@@ -35,6 +38,7 @@ mod refresh;
 pub mod setup;
 pub mod source;
 pub mod stop;
+mod transfer;
 pub mod transport;
 mod waiting;
 pub mod walk;

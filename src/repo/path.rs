@@ -4,7 +4,7 @@
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
-use super::fs::GateError;
+use super::gate_error::GateError;
 
 /// A path inside the work tree: relative, made only of normal components, none of them `.git`
 /// in any letter case. The empty path is the tree's root.

@@ -10,7 +10,8 @@ use super::error::WorkspaceError;
 use super::fetch::{Failure, credential_callbacks};
 use super::git::Workspace;
 use super::layout::{BOT_BRANCH_PREFIX, GitAuth, Identity};
-use super::transport::{Transfer, with_transfer};
+use super::setup::with_transfer;
+use super::transport::Transfer;
 use crate::secrets::Redactor;
 
 /// How a branch is pushed.

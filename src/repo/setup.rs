@@ -8,13 +8,19 @@
 //! the only configuration libgit2 ever sees is the one in the clone's own git directory, which
 //! upkeep writes and no command may change.
 //!
+//! It also installs upkeep's own HTTP transport ([`super::transport`]) in place of libgit2's, and
+//! [`with_transfer`] runs a fetch or push with that transport governed by the operation's
+//! [`Transfer`]: setting up first is what guarantees the transport an operation gets is upkeep's.
+//!
 //! Guarantees: [`setup`] runs its body exactly once per process, and every libgit2 operation in
 //! upkeep happens after it returned (each entry point of [`crate::repo`] calls it first). When
 //! it fails, every git operation fails with the same error instead of running unprotected.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use git2::{ConfigLevel, Error, ErrorClass, ErrorCode};
+
+use super::transfer::{Transfer, scoped};
 
 /// Configuration levels whose files libgit2 looks up through a search path.
 const OUTSIDE_LEVELS: [ConfigLevel; 4] = [
@@ -44,6 +50,15 @@ pub fn setup() -> Result<(), Error> {
 pub fn open_repository(path: &std::path::Path) -> Result<git2::Repository, Error> {
     setup()?;
     git2::Repository::open(path)
+}
+
+/// Runs `operation` (a libgit2 fetch, clone or push) after [`setup`], with upkeep's transport
+/// governed by `transfer` for the HTTP(S) requests it makes; the transfer is forgotten again
+/// afterwards, even on a panic. Errs only if libgit2 cannot be set up; the operation's own
+/// result is returned as it is.
+pub fn with_transfer<T>(transfer: &Arc<Transfer>, operation: impl FnOnce() -> T) -> Result<T, Error> {
+    setup()?;
+    Ok(scoped(transfer, operation))
 }
 
 #[expect(

@@ -25,14 +25,12 @@
 //!   deep in libgit2.
 //!
 //! The requests run on a small runtime of their own; libgit2's thread waits for each step
-//! without getting stuck ([`super::waiting`]). What one operation may do
-//! (token, origin, stop, stall timeout) reaches the transport libgit2 creates through
-//! [`with_transfer`]: libgit2 creates transports on the calling thread, inside the fetch or
-//! push call, and offers no other channel to a custom transport.
+//! without getting stuck ([`super::waiting`]). What one operation may do (token, origin, stop,
+//! stall timeout) is its [`Transfer`], which reaches the transport libgit2 creates through the
+//! thread's context ([`super::transfer`]); `setup` registers [`factory`] for `http` and
+//! `https`, and its `with_transfer` runs an operation with that context set.
 
-use std::cell::RefCell;
 use std::io::{self, Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -40,11 +38,15 @@ use bytes::Bytes;
 use git2::transport::{Service, SmartSubtransport, SmartSubtransportStream, Transport};
 use git2::{Error, ErrorClass, ErrorCode};
 use reqwest::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
-use reqwest::{Client, RequestBuilder, Response, Url};
+use reqwest::{Client, RequestBuilder, Response};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::stop::{DEFAULT_STALL_TIMEOUT, Stop};
+use super::transfer::current;
 use super::waiting::{Activity, wait};
+
+/// What an operation's transfers may do: built by the code that starts a fetch or push.
+pub use super::transfer::Transfer;
 
 /// The user agent git hosts see. Some serve the smart protocol only to agents that start with
 /// `git/`.
@@ -58,96 +60,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// upload is progressing is told apart from one the server stopped reading.
 const UPLOAD_CHUNK: usize = 64 * 1024;
 
-thread_local! {
-    /// What the transports libgit2 creates on this thread may do; see [`with_transfer`].
-    static CONTEXT: RefCell<Option<Arc<Transfer>>> = const { RefCell::new(None) };
-}
-
-/// What the transfers of one git operation (a clone, fetch or push) may do.
-pub struct Transfer {
-    token: Option<SecretString>,
-    /// The only origin the token is sent to: the operator's URL's.
-    origin: Option<Origin>,
-    stop: Stop,
-    stall: Duration,
-    stalled: AtomicBool,
-}
-
-impl Transfer {
-    /// For an operation on the repository at `url` (the URL the operator gave).
-    pub fn new(url: &str, token: Option<SecretString>, stop: Stop, stall: Duration) -> Arc<Self> {
-        Arc::new(Self {
-            origin: origin_of(url),
-            token,
-            stop,
-            stall,
-            stalled: AtomicBool::new(false),
-        })
-    }
-
-    /// Whether a transfer was abandoned because nothing moved for the stall timeout.
-    pub fn stalled(&self) -> bool {
-        self.stalled.load(Ordering::Relaxed)
-    }
-
-    pub fn stall_timeout(&self) -> Duration {
-        self.stall
-    }
-
-    pub(super) fn stop(&self) -> &Stop {
-        &self.stop
-    }
-
-    pub(super) fn mark_stalled(&self) {
-        self.stalled.store(true, Ordering::Relaxed);
-    }
-
-    /// The token, for a request to `target`: only on the pinned origin.
-    fn token_for(&self, target: &str) -> Option<SecretString> {
-        match (origin_of(target), &self.origin) {
-            (Some(target), Some(origin)) if target == *origin => self.token.clone(),
-            _ => None,
-        }
-    }
-}
-
-/// Scheme, host and port (the scheme's default when the URL names none).
-type Origin = (String, String, u16);
-
-/// The origin of an HTTP(S) URL; `None` for anything else, which then never gets the token.
-fn origin_of(url: &str) -> Option<Origin> {
-    let url = Url::parse(url).ok()?;
-    if !matches!(url.scheme(), "http" | "https") {
-        return None;
-    }
-    Some((
-        url.scheme().to_owned(),
-        url.host_str()?.to_ascii_lowercase(),
-        url.port_or_known_default()?,
-    ))
-}
-
-/// Runs `operation` (a libgit2 fetch, clone or push) with this transport installed and
-/// `transfer` governing the HTTP(S) requests it makes. The context is forgotten again
-/// afterwards, even on a panic. Errs only if libgit2 cannot be set up; the operation's own
-/// result is returned as it is.
-pub fn with_transfer<T>(transfer: &Arc<Transfer>, operation: impl FnOnce() -> T) -> Result<T, Error> {
-    super::setup::setup()?;
-    struct Restore(Option<Arc<Transfer>>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            CONTEXT.with(|context| *context.borrow_mut() = self.0.take());
-        }
-    }
-    let previous = CONTEXT.with(|context| context.replace(Some(Arc::clone(transfer))));
-    let _restore = Restore(previous);
-    Ok(operation())
-}
-
 /// The transport factory [`super::setup`] registers for `http` and `https`.
 pub(super) fn factory(remote: &git2::Remote<'_>) -> Result<Transport, Error> {
-    let transfer = CONTEXT
-        .with(|context| context.borrow().clone())
+    let transfer = current()
         // An operation started without `with_transfer`: no token, and never stopped early.
         .unwrap_or_else(|| Transfer::new("", None, Stop::never(), DEFAULT_STALL_TIMEOUT));
     Transport::smart(remote, true, HttpSubtransport::new(transfer))
@@ -209,7 +124,7 @@ impl HttpSubtransport {
             .map_err(|error| io_to_git(&error))?
             .map_err(transfer_error)?;
         tracing::debug!(url = %response.url(), status = %response.status(), "git advertisement");
-        check_status(&response, self.transfer.token.is_some())?;
+        check_status(&response, self.transfer.has_token())?;
         let expected = format!("application/x-{service}-advertisement");
         let content_type = response
             .headers()
@@ -285,7 +200,7 @@ impl RpcRequest {
         let response = wait(&self.transfer, &activity, request.send())?
             .map_err(|error| io::Error::other(transfer_error(error).message().to_owned()))?;
         tracing::debug!(url = %response.url(), status = %response.status(), size, "git request");
-        check_status(&response, self.transfer.token.is_some())
+        check_status(&response, self.transfer.has_token())
             .map_err(|error| io::Error::other(error.message().to_owned()))?;
         Ok(RpcStream::receiving(self.transfer, activity, response))
     }
@@ -424,7 +339,3 @@ fn net_error(message: String) -> Error {
 fn transfer_error(error: reqwest::Error) -> Error {
     net_error(crate::text::error_chain(&error.without_url()))
 }
-
-#[cfg(test)]
-#[path = "transport_tests.rs"]
-mod tests;

@@ -10,7 +10,7 @@ use std::sync::mpsc::{RecvTimeoutError, sync_channel};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::transport::Transfer;
+use super::transfer::Transfer;
 
 /// How often a waiting transfer checks for an interrupt, the deadline and a stall.
 const POLL: Duration = Duration::from_millis(100);

@@ -22,6 +22,9 @@ mod model_loop;
 mod providers;
 mod refresh;
 mod review;
+// Linux's sandbox, tried from outside (through /proc among others); other systems' side is
+// covered by unit tests in src/exec (plan_tests, sys_other_tests).
+#[cfg(target_os = "linux")]
 mod sandbox;
 mod secrets;
 mod streaming;

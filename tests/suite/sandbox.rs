@@ -352,6 +352,38 @@ fn upkeep_is_not_dumpable() {
     assert!(!String::from_utf8_lossy(&read.stdout).contains(&canary));
 }
 
+/// A sandbox planned for another kind of system is refused before anything runs: the
+/// trampoline never carries out a plan with what this system happens to have instead.
+#[test]
+fn a_sandbox_planned_for_another_system_is_refused() {
+    use upkeep::exec::Limits;
+    use upkeep::exec::invocation::{SandboxPolicy, supervise_args};
+    use upkeep::exec::plan::{Kernel, Probe, SandboxPlan};
+
+    let other = match Kernel::CURRENT {
+        Kernel::Linux => Kernel::Other,
+        Kernel::Other => Kernel::Linux,
+    };
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let marker = dir.path().join("ran");
+    let policy = SandboxPolicy {
+        writable: vec![dir.path().to_path_buf()],
+        plan: SandboxPlan::decide(&Probe::nothing(other), false),
+        limits: Limits::default(),
+    };
+    let script = format!("touch '{}'", marker.display());
+    let args = supervise_args("sh", &["-c".to_owned(), script], &policy).expect("arguments");
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("upkeep"))
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("upkeep starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(126), "{stderr}");
+    assert!(stderr.contains("planned for"), "{stderr}");
+    assert!(!marker.exists(), "the program ran");
+}
+
 #[test]
 fn a_repository_cannot_set_limits() {
     let repo = TestRepo::with_files(&[(".upkeep.toml", "[limits]\nprocesses = 100000\n")]);

@@ -1,14 +1,13 @@
-//! Unit tests of the transport's context: where the token goes and how long it is offered.
+//! Unit tests of the transfer context: where the token goes and how long it is offered.
+
+use secrecy::ExposeSecret;
 
 use super::*;
+use crate::repo::stop::DEFAULT_STALL_TIMEOUT;
 
-fn current() -> Option<String> {
-    CONTEXT.with(|context| {
-        context
-            .borrow()
-            .as_ref()
-            .and_then(|transfer| transfer.token.as_ref().map(|token| token.expose_secret().to_owned()))
-    })
+/// The token the transport would find on this thread now.
+fn current_token() -> Option<String> {
+    current().and_then(|transfer| transfer.token.as_ref().map(|token| token.expose_secret().to_owned()))
 }
 
 fn transfer(url: &str, token: &str) -> Arc<Transfer> {
@@ -22,27 +21,25 @@ fn transfer(url: &str, token: &str) -> Arc<Transfer> {
 
 #[test]
 fn a_token_is_offered_only_during_its_operation_and_only_on_its_thread() {
-    let scoped = transfer("https://example.com/o/r.git", "tok-scoped");
-    let seen = with_transfer(&scoped, || {
-        let elsewhere = std::thread::spawn(current).join().ok().flatten();
-        (current(), elsewhere)
-    })
-    .expect("set up");
+    let pinned = transfer("https://example.com/o/r.git", "tok-scoped");
+    let seen = scoped(&pinned, || {
+        let elsewhere = std::thread::spawn(current_token).join().ok().flatten();
+        (current_token(), elsewhere)
+    });
     assert_eq!(seen, (Some("tok-scoped".to_owned()), None));
-    assert_eq!(current(), None, "forgotten afterwards");
+    assert_eq!(current_token(), None, "forgotten afterwards");
 }
 
 #[test]
 fn a_token_is_forgotten_after_a_panicking_operation_and_the_outer_one_restored() {
     let outer = transfer("https://example.com/o/r.git", "tok-outer");
-    with_transfer(&outer, || {
+    scoped(&outer, || {
         let inner = transfer("https://example.com/o/r.git", "tok-inner");
-        let panicked = std::panic::catch_unwind(|| with_transfer(&inner, || panic!("inside")));
+        let panicked = std::panic::catch_unwind(|| scoped(&inner, || panic!("inside")));
         assert!(panicked.is_err());
-        assert_eq!(current(), Some("tok-outer".to_owned()));
-    })
-    .expect("set up");
-    assert_eq!(current(), None);
+        assert_eq!(current_token(), Some("tok-outer".to_owned()));
+    });
+    assert_eq!(current_token(), None);
 }
 
 #[test]
