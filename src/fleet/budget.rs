@@ -9,7 +9,7 @@
 //! (the usual `--max-cost` rule), so the fleet's total stays within the budget. Once nothing is
 //! left, the remaining repositories are not started: their outcome is `fleet_budget` (exit 4).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Below this, a share could not pay for a single call: treat the budget as spent.
 const SMALLEST_SHARE_USD: f64 = 1e-6;
@@ -77,6 +77,25 @@ impl FleetBudget {
 
     pub fn spent(&self) -> f64 {
         self.ledger().spent
+    }
+}
+
+/// Returns a run's share to the fleet budget when the task ends, however it ends.
+pub(super) struct SettleOnDrop {
+    pub(super) budget: Arc<FleetBudget>,
+    pub(super) share: Share,
+    pub(super) spent: f64,
+}
+
+impl SettleOnDrop {
+    pub(super) fn with(mut self, spent: f64) {
+        self.spent = spent;
+    }
+}
+
+impl Drop for SettleOnDrop {
+    fn drop(&mut self) {
+        self.budget.settle(self.share, self.spent);
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{FleetBudget, Share};
+use super::budget::{FleetBudget, SettleOnDrop, Share};
 use super::list::{self, FleetEntry};
 use super::report;
 use super::shard::Shard;
@@ -55,7 +55,7 @@ struct FleetPlan {
     fleet_max_cost: Option<f64>,
 }
 
-/// Runs the fleet; returns the worst repository's exit status (see [`super::outcome`]).
+/// Runs the fleet; returns the worst repository's exit status (see [`crate::repo_outcome`]).
 pub async fn run(args: &FleetArgs, cancel: CancellationToken) -> ExitStatus {
     let events = match fleet_events(&args.run) {
         Ok(events) => events,
@@ -217,25 +217,6 @@ async fn execute(plan: &FleetPlan, defaults: &RunArgs, cancel: &CancellationToke
             })
         })
         .collect()
-}
-
-/// Returns a run's share to the fleet budget when the task ends, however it ends.
-struct SettleOnDrop {
-    budget: Arc<FleetBudget>,
-    share: Share,
-    spent: f64,
-}
-
-impl SettleOnDrop {
-    fn with(mut self, spent: f64) {
-        self.spent = spent;
-    }
-}
-
-impl Drop for SettleOnDrop {
-    fn drop(&mut self) {
-        self.budget.settle(self.share, self.spent);
-    }
 }
 
 fn record(
