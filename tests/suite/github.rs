@@ -19,7 +19,8 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use super::support::git_http::GitHttpServer;
-use super::support::{RunOutput, Script, TestRepo, Upkeep, git, reply};
+use super::support::github::SampleRemote;
+use super::support::{RunOutput, Script, Upkeep, git, reply};
 
 const OWNER: &str = "owner";
 const NAME: &str = "name";
@@ -49,17 +50,7 @@ impl GitHub {
 
     /// `server_token` is what the git server accepts, `token` what upkeep is given.
     async fn with_tokens(server_token: &str, token: String) -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().join("root");
-        std::fs::create_dir_all(root.join(OWNER)).expect("mkdir");
-        let work = TestRepo::new();
-        work.write("README.md", "# Sample\n\nHello, wrold.\n");
-        work.commit("Second commit");
-        let bare = root.join(OWNER).join(format!("{NAME}.git"));
-        let bare_arg = bare.to_str().expect("utf-8 path");
-        git(tmp.path(), &["init", "-q", "--bare", "-b", "main", bare_arg]);
-        work.git(&["push", "-q", bare_arg, "main:main"]);
-        let git = GitHttpServer::start(&root, Some(server_token));
+        let SampleRemote { tmp, root, git, .. } = SampleRemote::start(server_token);
         let api = MockServer::start().await;
         Self {
             _tmp: tmp,

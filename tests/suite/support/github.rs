@@ -27,6 +27,32 @@ use self::state::{Api, State};
 use super::git_http::GitHttpServer;
 use super::{TestRepo, Upkeep, git};
 
+/// The repository every GitHub stand-in serves: `owner/name.git` under `root`, its `main` with
+/// two commits, behind a smart-HTTP git server that accepts `server_token`.
+pub struct SampleRemote {
+    pub tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub bare: PathBuf,
+    pub git: GitHttpServer,
+}
+
+impl SampleRemote {
+    pub fn start(server_token: &str) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(root.join(OWNER)).expect("mkdir");
+        let work = TestRepo::new();
+        work.write("README.md", "# Sample\n\nHello, wrold.\n");
+        work.commit("Second commit");
+        let bare = root.join(OWNER).join(format!("{NAME}.git"));
+        let bare_arg = bare.to_str().expect("utf-8 path");
+        git(tmp.path(), &["init", "-q", "--bare", "-b", "main", bare_arg]);
+        work.git(&["push", "-q", bare_arg, "main:main"]);
+        let git = GitHttpServer::start(&root, Some(server_token));
+        SampleRemote { tmp, root, bare, git }
+    }
+}
+
 /// The stand-in. Dropping it stops both servers.
 pub struct FakeGitHub {
     _tmp: tempfile::TempDir,
@@ -41,18 +67,13 @@ impl FakeGitHub {
     /// A repository `owner/name` whose `main` has two commits, behind a git server that demands
     /// the token, and an API whose authenticated user is `bot`.
     pub async fn start(bot: &str) -> Self {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().join("root");
-        std::fs::create_dir_all(root.join(OWNER)).expect("mkdir");
-        let work = TestRepo::new();
-        work.write("README.md", "# Sample\n\nHello, wrold.\n");
-        work.commit("Second commit");
-        let bare = root.join(OWNER).join(format!("{NAME}.git"));
-        let bare_arg = bare.to_str().expect("utf-8 path");
-        git(tmp.path(), &["init", "-q", "--bare", "-b", "main", bare_arg]);
-        work.git(&["push", "-q", bare_arg, "main:main"]);
         let token = format!("ghp_{}", uuid::Uuid::new_v4().simple());
-        let git_server = GitHttpServer::start(&root, Some(&token));
+        let SampleRemote {
+            tmp,
+            bare,
+            git: git_server,
+            ..
+        } = SampleRemote::start(&token);
         let api = MockServer::start().await;
         let state = Arc::new(Mutex::new(State {
             bot: bot.to_owned(),
