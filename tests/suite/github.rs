@@ -225,6 +225,35 @@ fn write_and_propose(path: &str, content: &str, title: &str, issue: Option<u64>)
     )
 }
 
+/// A run whose `create_pull_request` fails (the caller made the push or the API fail) and whose
+/// model then asks: the change must be reported as unsaved, never dropped. Returns the run and
+/// the failed call's result.
+fn a_pull_request_that_fails(hub: &GitHub) -> (RunOutput, Value) {
+    let script = Script::new(&[
+        write_and_propose("NOTES.md", "notes\n", "Add notes", None),
+        // `finish` would drop the unpublished change: the model has to ask instead.
+        reply(
+            "stuck",
+            &[(
+                "ask_question",
+                json!({"question_text": "The pull request could not be opened. What now?"}),
+            )],
+        ),
+    ]);
+    let out = hub.run(&script, &["--task", "add notes"]);
+    out.assert_code(3);
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "the change is reported, not dropped: {}", out.stdout);
+    assert!(
+        unsaved[0]["diff"].as_str().unwrap_or("").contains("+notes"),
+        "{}",
+        unsaved[0]
+    );
+    let result = result_of(&out, "create_pull_request");
+    assert_eq!(result["ok"], false, "{result}");
+    (out, result)
+}
+
 fn result_of(out: &RunOutput, tool: &str) -> Value {
     out.events_of("tool_result")
         .into_iter()

@@ -4,8 +4,8 @@
 use serde_json::json;
 use wiremock::ResponseTemplate;
 
-use super::super::support::{Script, finish, reply};
-use super::{GitHub, ISSUES, PULLS, error_json, ok, result_of, write_and_propose};
+use super::super::support::{Script, finish};
+use super::{GitHub, ISSUES, PULLS, a_pull_request_that_fails, error_json, ok};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refused_api_token_ends_the_run_with_a_clear_message() {
@@ -66,28 +66,7 @@ async fn a_validation_error_goes_back_to_the_model_as_a_failed_result() {
         })),
     )
     .await;
-    let script = Script::new(&[
-        write_and_propose("NOTES.md", "notes\n", "Add notes", None),
-        // `finish` would drop the unpublished change: the model has to ask instead.
-        reply(
-            "stuck",
-            &[(
-                "ask_question",
-                json!({"question_text": "The pull request could not be opened. What now?"}),
-            )],
-        ),
-    ]);
-    let out = hub.run(&script, &["--task", "add notes"]);
-    out.assert_code(3);
-    let unsaved = out.events_of("unsaved_changes");
-    assert_eq!(unsaved.len(), 1, "the change is reported, not dropped: {}", out.stdout);
-    assert!(
-        unsaved[0]["diff"].as_str().unwrap_or("").contains("+notes"),
-        "{}",
-        unsaved[0]
-    );
-    let result = result_of(&out, "create_pull_request");
-    assert_eq!(result["ok"], false, "{result}");
+    let (out, result) = a_pull_request_that_fails(&hub);
     let output = result["output"].as_str().unwrap_or("");
     assert!(
         output.contains("Validation Failed") && output.contains("No commits between main and upkeep/add-notes"),

@@ -7,8 +7,8 @@ use wiremock::{Mock, ResponseTemplate};
 
 use super::super::support::{Script, reply};
 use super::{
-    GitHub, ISSUES, OWNER, PULLS, body_json, issue_json, ok, pull_commit_json, pull_json, pull_request_as_issue_json,
-    result_of, write_and_propose,
+    GitHub, ISSUES, OWNER, PULLS, a_pull_request_that_fails, body_json, issue_json, ok, pull_commit_json, pull_json,
+    pull_request_as_issue_json, result_of, write_and_propose,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -144,28 +144,7 @@ async fn a_refused_push_is_a_failed_tool_result_and_opens_nothing() {
         .mount(&hub.api)
         .await;
     hub.git.reject_pushes_to("refs/heads/upkeep/add-notes");
-    let script = Script::new(&[
-        write_and_propose("NOTES.md", "notes\n", "Add notes", None),
-        // `finish` would drop the unpublished change: the model has to ask instead.
-        reply(
-            "stuck",
-            &[(
-                "ask_question",
-                json!({"question_text": "The pull request could not be opened. What now?"}),
-            )],
-        ),
-    ]);
-    let out = hub.run(&script, &["--task", "add notes"]);
-    out.assert_code(3);
-    let unsaved = out.events_of("unsaved_changes");
-    assert_eq!(unsaved.len(), 1, "the change is reported, not dropped: {}", out.stdout);
-    assert!(
-        unsaved[0]["diff"].as_str().unwrap_or("").contains("+notes"),
-        "{}",
-        unsaved[0]
-    );
-    let result = result_of(&out, "create_pull_request");
-    assert_eq!(result["ok"], false, "{result}");
+    let (out, result) = a_pull_request_that_fails(&hub);
     assert!(result["output"].as_str().unwrap_or("").contains("rejected"), "{result}");
     assert!(out.events_of("pull_request").is_empty());
     assert!(hub.bot_branches().is_empty());
