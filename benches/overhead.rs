@@ -27,7 +27,7 @@
 
 #![allow(clippy::print_stdout, reason = "the table on stdout is what a benchmark is for")]
 
-#[path = "../tests/suite/support/git_http.rs"]
+#[path = "../tests/suite/support/git_http/mod.rs"]
 mod git_http;
 #[path = "support/measure.rs"]
 mod measure;
