@@ -14,12 +14,12 @@
 //!
 //! Then one PASS/MISS line per goal (see [`GOALS`] for why each is what it is). The repositories
 //! are cached under `target/bench-repos/fleet-v1/`; clones go to `UPKEEP_BENCH_TMPDIR`, else
-//! `/dev/shm` when there is one (as `benches/overhead.rs` does, so disk noise does not drown
+//! `/dev/shm` when there is one (as `benches/overhead/main.rs` does, so disk noise does not drown
 //! what is measured).
 
 #![allow(clippy::print_stdout, reason = "the table on stdout is what a benchmark is for")]
 
-#[path = "../tests/suite/support/git_http.rs"]
+#[path = "../tests/suite/support/git_http/mod.rs"]
 mod git_http;
 #[path = "support/measure.rs"]
 mod measure;
