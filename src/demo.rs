@@ -153,7 +153,7 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
     }
     let _ = writeln!(
         std::io::stderr().lock(),
-        "── the base branch `main` is unchanged; the change lives on the bot branch.{}\n\nRun upkeep on your own repository with a real model:\n  OPENAI_API_KEY=... upkeep run --repo /path/to/your/repo --task \"Fix the typos in the README\"\n  upkeep run --repo /path/to/your/repo --base-url http://localhost:11434/v1 --model llama3.1   # a local OpenAI-compatible server\nSee README.md for GitHub, continuous mode and the other providers.",
+        "── the base branch `main` is unchanged; the change lives on the bot branch.{}\n\nRun upkeep on your own repository with a real model:\n  OPENAI_API_KEY=... upkeep run --repo /path/to/your/repo --task \"Fix the typos in the README\"\n  upkeep run --repo /path/to/your/repo --provider ollama --model qwen2.5-coder:14b --task \"Fix the typos in the README\"   # fully local\nSee README.md (and docs/) for GitHub, continuous mode and the other providers.",
         if args.dir.is_some() {
             format!("\n   Inspect it: git -C {} log --all --oneline", repo_dir.display())
         } else {
