@@ -19,6 +19,8 @@
 
 #![allow(clippy::print_stdout, reason = "the table on stdout is what a benchmark is for")]
 
+#[path = "support/git.rs"]
+mod git;
 #[path = "../tests/suite/support/git_http/mod.rs"]
 mod git_http;
 #[path = "support/measure.rs"]
@@ -29,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use git::{git, path_str};
 use measure::{MEASURE_CHILD, env_number, machine, measure_child, median, target_dir};
 use serde_json::{Value, json};
 
@@ -330,29 +333,6 @@ fn bench_repos() -> PathBuf {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::rename(&building, &root).expect("move into the cache");
     root
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .output()
-        .expect("run git");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn path_str(path: &Path) -> &str {
-    path.to_str().expect("benchmark paths are UTF-8")
 }
 
 // ---- measuring ----

@@ -16,6 +16,8 @@
 
 #![allow(clippy::print_stdout, reason = "the table on stdout is what a benchmark is for")]
 
+#[path = "../support/git.rs"]
+mod git;
 mod repo;
 mod sim;
 

@@ -3,8 +3,8 @@
 //! and edits, whose contents the script knows. Generated once, deterministically, and cached
 //! under `target/bench-repos/`.
 
+use crate::git::git;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Bumped whenever the generated repository changes, so a stale cache is not reused.
 const GENERATOR_VERSION: u32 = 1;
@@ -149,19 +149,4 @@ fn write(root: &Path, path: &str, text: &str) {
     let full = root.join(path);
     std::fs::create_dir_all(full.parent().expect("a file has a folder")).expect("mkdir");
     std::fs::write(full, text).expect("write a generated file");
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .status()
-        .expect("git runs");
-    assert!(status.success(), "git {args:?} failed");
 }

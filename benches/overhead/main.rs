@@ -31,6 +31,7 @@
 
 #![allow(clippy::print_stdout, reason = "the table on stdout is what a benchmark is for")]
 
+#[path = "../support/git.rs"]
 mod git;
 #[path = "../../tests/suite/support/git_http/mod.rs"]
 mod git_http;

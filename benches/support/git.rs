@@ -1,5 +1,8 @@
-//! git for the benchmark's own side of each comparison, run with no user or system
-//! configuration so the machine's settings neither help nor hurt the floor upkeep is held to.
+//! git for the benchmarks: building their repositories, and the git side of each comparison,
+//! run with no user or system configuration so the machine's settings neither help nor hurt
+//! the floor upkeep is held to. Shared by every benchmark (included by `#[path]`).
+
+#![allow(dead_code, reason = "each benchmark uses its own part")]
 
 use std::path::Path;
 use std::process::Command;
