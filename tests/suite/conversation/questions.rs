@@ -1,11 +1,26 @@
 //! Questions that resume: an `issue_comment` event resumes the right issue with its question and
 //! answer, and a local `answer` reaches the next prompt.
 
-use serde_json::json;
+use serde_json::{Value, json};
+use wiremock::MockServer;
 
 use super::super::support::github::{FakeGitHub, issue_json, repository, user};
-use super::super::support::{Script, TestRepo, Upkeep, finish, reply, run_local};
+use super::super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_local};
 use super::{BOT, first_prompt, model, openai};
+
+/// upkeep as an Actions step started by an `issue_comment` event with `payload`.
+async fn on_issue_comment(hub: &FakeGitHub, server: &MockServer, payload: &Value) -> RunOutput {
+    let events = tempfile::tempdir().expect("tempdir");
+    let event_path = events.path().join("event.json");
+    std::fs::write(&event_path, payload.to_string()).expect("write");
+    hub.upkeep(&[])
+        .args(openai(server))
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_EVENT_NAME", "issue_comment")
+        .env("GITHUB_EVENT_PATH", &event_path)
+        .run_async()
+        .await
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_issue_comment_event_resumes_the_right_issue_with_question_and_answer() {
@@ -35,18 +50,8 @@ async fn an_issue_comment_event_resumes_the_right_issue_with_question_and_answer
         "repository": repository(),
         "sender": user("alice"),
     });
-    let events = tempfile::tempdir().expect("tempdir");
-    let event_path = events.path().join("event.json");
-    std::fs::write(&event_path, payload.to_string()).expect("write");
     let server = model(&[finish("no_tasks")]).await;
-    let out = hub
-        .upkeep(&[])
-        .args(openai(&server))
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_EVENT_NAME", "issue_comment")
-        .env("GITHUB_EVENT_PATH", &event_path)
-        .run_async()
-        .await;
+    let out = on_issue_comment(&hub, &server, &payload).await;
     out.assert_code(0);
     let (_, message) = first_prompt(&server).await;
     assert!(
@@ -67,16 +72,8 @@ async fn an_issue_comment_event_resumes_the_right_issue_with_question_and_answer
     let mut stranger = payload.clone();
     stranger["comment"]["author_association"] = json!("NONE");
     stranger["comment"]["user"] = user("mallory");
-    std::fs::write(&event_path, stranger.to_string()).expect("write");
     let silent = model(&[finish("no_tasks")]).await;
-    let out = hub
-        .upkeep(&[])
-        .args(openai(&silent))
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_EVENT_NAME", "issue_comment")
-        .env("GITHUB_EVENT_PATH", &event_path)
-        .run_async()
-        .await;
+    let out = on_issue_comment(&hub, &silent, &stranger).await;
     out.assert_code(0);
     assert!(
         silent.received_requests().await.unwrap_or_default().is_empty(),
