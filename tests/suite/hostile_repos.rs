@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::support::{Script, TestRepo, Upkeep, finish, reply, run_local};
+use super::support::{Script, TestRepo, Upkeep, finish, headings_outside_fences, reply, run_local};
 
 /// The `tool_result` events of a run, in order, but for the closing `finish`.
 fn tool_results(out: &super::support::RunOutput) -> Vec<Value> {
@@ -361,18 +361,7 @@ fn a_placeholder_or_heading_in_a_task_file_stays_text() {
         "the tree appears once: {first}"
     );
     // Headings as a Markdown reader sees them: only the prompt's own, outside every fence.
-    let mut fence: Option<usize> = None;
-    let mut headings = Vec::new();
-    for line in first.lines() {
-        let ticks = line.len() - line.trim_start_matches('`').len();
-        match fence {
-            Some(open) if ticks >= open && line.trim_start_matches('`').trim().is_empty() => fence = None,
-            Some(_) => {}
-            None if ticks >= 3 => fence = Some(ticks),
-            None if line.starts_with("# ") => headings.push(line),
-            None => {}
-        }
-    }
+    let headings = headings_outside_fences(first);
     assert_eq!(
         headings,
         [

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::support::{Script, TestRepo, Upkeep, finish, run_local};
+use super::super::support::{Script, TestRepo, Upkeep, finish, headings_outside_fences, run_local};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_md_reaches_the_system_prompt_capped_and_cannot_remove_upkeeps_rules() {
@@ -40,18 +40,7 @@ async fn agents_md_reaches_the_system_prompt_capped_and_cannot_remove_upkeeps_ru
     let instructions = system.find("Run `make check`").expect("the instructions");
     assert!(rules < instructions);
     assert!(system.contains("{{tools}}"), "left literal");
-    let mut fence: Option<usize> = None;
-    let mut headings = Vec::new();
-    for line in system.lines() {
-        let ticks = line.len() - line.trim_start_matches('`').len();
-        match fence {
-            Some(open) if ticks >= open && line.trim_start_matches('`').trim().is_empty() => fence = None,
-            Some(_) => {}
-            None if ticks >= 3 => fence = Some(ticks),
-            None if line.starts_with("# ") => headings.push(line),
-            None => {}
-        }
-    }
+    let headings = headings_outside_fences(system);
     assert_eq!(
         headings,
         [

@@ -114,6 +114,25 @@ impl TestRepo {
     }
 }
 
+/// The `# ` headings of a prompt as a Markdown reader sees them: outside every code fence (a
+/// fence closes only on a line of at least as many backticks). What tests of untrusted text
+/// check that it could not add to.
+pub fn headings_outside_fences(text: &str) -> Vec<&str> {
+    let mut fence: Option<usize> = None;
+    let mut headings = Vec::new();
+    for line in text.lines() {
+        let ticks = line.len() - line.trim_start_matches('`').len();
+        match fence {
+            Some(open) if ticks >= open && line.trim_start_matches('`').trim().is_empty() => fence = None,
+            Some(_) => {}
+            None if ticks >= 3 => fence = Some(ticks),
+            None if line.starts_with("# ") => headings.push(line),
+            None => {}
+        }
+    }
+    headings
+}
+
 /// One scripted model reply: `{plan, tool_calls}` from (tool, arguments) pairs.
 pub fn reply(plan: &str, calls: &[(&str, Value)]) -> String {
     let calls: Vec<Value> = calls
