@@ -1,6 +1,9 @@
 //! The sandbox around commands, tried the way a hostile command would: the real binary, a
 //! replay script whose `run_shell_command` calls attempt the escape, and checks from outside.
-//! A test whose kernel feature is missing prints `SKIP: <reason>` and returns.
+//! A test whose kernel feature is missing prints `SKIP: <reason>` and returns. What is left
+//! after a command (processes, its pids cgroup) is tried in `cleanup`.
+
+mod cleanup;
 
 use std::time::{Duration, Instant};
 
@@ -152,88 +155,6 @@ fn a_projects_own_loopback_works_in_the_network_namespace() {
         Some("landlock-tcp") => assert!(result.contains("failed"), "documented: {result}"),
         other => skip(&format!("no network namespace here (network: {other:?})")),
     }
-}
-
-/// Counts live processes whose command line starts with `sleep 98710`, from inside a command.
-const COUNT_ESCAPEES: &str =
-    "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -c '^sleep 98710' || true";
-
-#[test]
-fn processes_a_command_left_are_gone_after_the_call() {
-    // One leaves the session, one is double-forked and orphaned; both would outlive a kill of
-    // the command's process group.
-    let leave = "setsid sleep 987101 & (setsid sh -c 'sleep 987102 & :' &); sleep 0.5; \
-                 echo running=$(for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -c '^sleep 98710')";
-    let out = run_commands(Upkeep::new(), &[leave, COUNT_ESCAPEES], &[]);
-    out.assert_code(0);
-    let results = outputs(&out);
-    assert!(results[0].starts_with("running=2\n"), "both escaped: {}", results[0]);
-    assert!(
-        results[1].starts_with("0\n"),
-        "gone before the next call: {}",
-        results[1]
-    );
-    assert!(processes_starting_with("sleep 98710").is_empty());
-}
-
-/// upkeep stopped in the middle of a command, by an interrupt or by SIGKILL (no cleanup code of
-/// upkeep's runs then): the command and whatever it started go with it.
-fn processes_are_gone_when_upkeep_ends(signal: nix::sys::signal::Signal, marker: &str) {
-    let repo = TestRepo::new();
-    let command = format!("setsid sleep {marker}1 & (setsid sh -c 'sleep {marker}2 & :' &); sleep {marker}3");
-    let script = Script::new(&[shell("hang", &command), finish("no_tasks")]);
-    let mut upkeep = Upkeep::new().args(["run", "--task", "t", "--allow-dangerous-tools", "--repo"]);
-    upkeep = upkeep.args([repo.path()]).args(["--replay"]).args([script.path()]);
-    let mut child = upkeep.spawn();
-    let all_started = wait_until(Duration::from_secs(30), || {
-        processes_starting_with(&format!("sleep {marker}")).len() == 3
-    });
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid fits"));
-    nix::sys::signal::kill(pid, signal).expect("signal sent");
-    let _ = child.wait();
-    assert!(all_started, "the command's processes never all started");
-    let gone = wait_until(Duration::from_secs(10), || {
-        processes_starting_with(&format!("sleep {marker}")).is_empty()
-    });
-    let left = processes_starting_with(&format!("sleep {marker}"));
-    for pid in &left {
-        let _ = std::process::Command::new("kill").args(["-9", pid]).status();
-    }
-    assert!(gone, "left running after upkeep ended: {left:?}");
-}
-
-#[test]
-fn processes_are_gone_when_upkeep_is_killed() {
-    processes_are_gone_when_upkeep_ends(nix::sys::signal::Signal::SIGKILL, "98720");
-}
-
-#[test]
-fn processes_are_gone_when_upkeep_is_interrupted() {
-    processes_are_gone_when_upkeep_ends(nix::sys::signal::Signal::SIGINT, "98730");
-}
-
-#[test]
-fn a_fork_loop_is_stopped_by_the_process_limit() {
-    let upkeep = Upkeep::new();
-    let config = operator_config(&upkeep, "[limits]\nprocesses = 32\n");
-    let fork_loop = "i=0; while [ $i -lt 300 ]; do sleep 987401 & i=$((i+1)); done; echo started=$i";
-    let started = Instant::now();
-    let out = run_commands(upkeep, &[fork_loop], &["--config", &config, "--shell-timeout", "60"]);
-    out.assert_code(0);
-    let sandbox = sandbox_of(&out);
-    assert_eq!(sandbox["limits"]["processes"], 32);
-    if sandbox["limits"]["processes_enforced_by"] == "none" {
-        skip("root without a pids cgroup: the kernel ignores RLIMIT_NPROC for root");
-        return;
-    }
-    let result = &outputs(&out)[0];
-    assert!(!result.contains("started=300"), "all 300 processes started: {result}");
-    assert!(result.to_lowercase().contains("fork"), "{result}");
-    assert!(
-        started.elapsed() < Duration::from_secs(50),
-        "stopped by the limit, not the timeout"
-    );
-    assert!(processes_starting_with("sleep 987401").is_empty());
 }
 
 #[test]
