@@ -76,7 +76,14 @@ fn main() {
     let list = work.path().join("fleet.txt");
     std::fs::write(&list, urls.join("\n") + "\n").expect("write the list");
     let script = work.path().join("script.jsonl");
-    std::fs::write(&script, format!("{}\n", json!({"content": reply()}))).expect("write the script");
+    // Each run's pull request is reviewed first, as in a real run: the reviewer's line is
+    // served to it alone (docs/agents.md, Replay).
+    let lines = [
+        json!({"content": reply()}),
+        json!({"agent": "root>reviewer", "content": review()}),
+    ];
+    let lines: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&script, lines.join("\n") + "\n").expect("write the script");
 
     println!("# upkeep fleet benchmark");
     println!();
@@ -125,13 +132,17 @@ fn measure(args: &[OsString], temp: &Path) -> Measured {
         .env_remove("GITHUB_TOKEN")
         .env_remove("GH_TOKEN")
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
         .output()
         .expect("run the wrapper");
     let wall = started.elapsed();
     let text = String::from_utf8_lossy(&output.stdout);
     let (peak, code) = text.trim().split_once(' ').expect("the wrapper's line");
-    assert_eq!(code, "0", "upkeep {args:?} exited {code}");
+    assert_eq!(
+        code,
+        "0",
+        "upkeep {args:?} exited {code}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     Measured {
         wall,
         peak_kib: peak.parse().expect("a number"),
@@ -286,6 +297,14 @@ fn reply() -> String {
         {"tool_name": "write_file", "arguments": {"path": "NOTES.md", "content": "Notes.\n"}},
         {"tool_name": "create_pull_request", "arguments": {"title": "Add notes", "body": "Adds NOTES.md."}},
         {"tool_name": "finish", "arguments": {"status": "completed", "summary": "added notes"}},
+    ]})
+    .to_string()
+}
+
+/// The reviewer's verdict on that change.
+fn review() -> String {
+    json!({"plan": "NOTES.md is added as asked; nothing else changed.", "tool_calls": [
+        {"tool_name": "complete_task", "arguments": {"answer": {"verdict": "pass", "findings": []}}},
     ]})
     .to_string()
 }
