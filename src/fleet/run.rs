@@ -12,7 +12,9 @@
 //!   clone before it reports), starts no new one, and the fleet exits 130 once all have
 //!   reported.
 //! - Bad fleet input (flags, the list file, the shard) is a usage error before any repository
-//!   starts (exit 2); an organisation that cannot be listed is a failure (exit 1).
+//!   starts (exit 2); an organisation that cannot be listed is a failure (exit 1). So is a
+//!   configuration error that every repository of the shard shares (no `GITHUB_TOKEN` for a
+//!   list of GitHub repositories, for example): said once, not once per repository.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -141,10 +143,13 @@ async fn plan(args: &FleetArgs) -> Result<FleetPlan, FleetError> {
         tracing::warn!("{name} is listed more than once; it runs once");
     }
     let listed = entries.len();
-    let entries = entries
+    let entries: Vec<FleetEntry> = entries
         .into_iter()
         .filter(|entry| shard.is_none_or(|shard| shard.contains(&entry.key)))
         .collect();
+    if let Some(error) = shared_usage_error(&entries, &args.run) {
+        return Err(error.into());
+    }
     Ok(FleetPlan {
         entries,
         listed,
@@ -152,6 +157,27 @@ async fn plan(args: &FleetArgs) -> Result<FleetPlan, FleetError> {
         jobs: args.jobs.unwrap_or(DEFAULT_JOBS) as usize,
         fleet_max_cost: args.fleet_max_cost,
     })
+}
+
+/// The configuration error of every entry, when they all fail to resolve with the same one
+/// (checked as each run will resolve it); `None` as soon as one resolves or two differ.
+fn shared_usage_error(entries: &[FleetEntry], defaults: &RunArgs) -> Option<ConfigError> {
+    let mut shared: Option<ConfigError> = None;
+    for entry in entries {
+        let mut args = defaults.clone();
+        args.repo.clone_from(&entry.repo_arg);
+        let error = entry
+            .overrides
+            .apply(&mut args)
+            .and_then(|()| Config::from_args(&args))
+            .err()?;
+        match &shared {
+            Some(first) if first.to_string() != error.to_string() => return None,
+            Some(_) => {}
+            None => shared = Some(error),
+        }
+    }
+    shared
 }
 
 /// Runs every repository of the plan, `jobs` at a time, and returns their outcomes in the

@@ -228,6 +228,34 @@ fn fleet_usage_errors_exit_2_before_any_work() {
         assert!(out.stderr.contains(expected), "{args:?}: {}", out.stderr);
         assert_eq!(fleet_finished(&out)["repos"], 0);
     }
+    // Without a token, no GitHub repository of the list can run: said once, before any work.
+    let github_list = dir.path().join("github.txt");
+    std::fs::write(&github_list, "octo/widgets\nocto/gadgets\nocto/gizmos\n").expect("write");
+    let no_token = Upkeep::new()
+        .args(["fleet", "--json", "--task", "t", "--repos"])
+        .args([&github_list])
+        .args(["--replay"])
+        .args([script.path()])
+        .run();
+    no_token.assert_code(2);
+    assert_eq!(
+        no_token.stderr.matches("GITHUB_TOKEN").count(),
+        1,
+        "{}",
+        no_token.stderr
+    );
+    assert_eq!(fleet_finished(&no_token)["repos"], 0);
+    // With --dry-run they need none, and the fleet starts (the repositories then fail to clone:
+    // there is no GitHub here).
+    let dry = Upkeep::new()
+        .args(["fleet", "--json", "--task", "t", "--dry-run", "--repos"])
+        .args([&github_list])
+        .args(["--replay"])
+        .args([script.path()])
+        .env("GITHUB_SERVER_URL", "http://127.0.0.1:9")
+        .env("GITHUB_API_URL", "http://127.0.0.1:9")
+        .run();
+    assert_eq!(fleet_finished(&dry)["repos"], 3, "{}", dry.stderr);
     let missing = Upkeep::new().args(["fleet", "--repos", "/no/such/list"]).run();
     missing.assert_code(2);
     let neither = Upkeep::new().args(["fleet"]).run();
