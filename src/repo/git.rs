@@ -90,6 +90,9 @@ pub(super) struct Inner {
     /// The last commit a pull request of this cycle carries (`None`: the base commit); see
     /// `changes.rs`.
     pub saved: std::sync::Mutex<Option<git2::Oid>>,
+    /// The checksum of the index file when upkeep last wrote it holding HEAD's tree; see
+    /// `changes.rs`.
+    pub clean_index: std::sync::Mutex<Option<Vec<u8>>>,
     // Last: removes the directory once everything above is done with it.
     pub _dir: TempRoot,
 }
@@ -196,20 +199,23 @@ impl Workspace {
         let downloaded = started.elapsed();
         checkout_fresh(&layout, tree, stop)?;
         tracing::debug!(?downloaded, checked_out = ?started.elapsed() - downloaded, "cloned {}", request.url);
-        Ok(Self {
+        let workspace = Self {
             inner: Arc::new(Inner {
                 layout,
                 url: request.url.clone(),
                 base: fetched.branch,
                 base_commit: fetched.tip,
                 saved: std::sync::Mutex::new(None),
+                clean_index: std::sync::Mutex::new(None),
                 depth: request.depth,
                 is_local: request.is_local,
                 stall_timeout: request.stall_timeout,
                 stop: stop.clone(),
                 _dir: dir,
             }),
-        })
+        };
+        workspace.mark_index_clean();
+        Ok(workspace)
     }
 
     /// Runs `work` on a blocking thread with a handle to this workspace, as every git operation

@@ -64,7 +64,8 @@ impl Workspace {
             return Err(reason.into());
         }
         added?;
-        index.write()?;
+        // The index goes to disk only with the commit it stages (below): a commit refused here
+        // must leave its changes unsaved, never staged as if saved (see `changes.rs`).
         let tree_id = index.write_tree()?;
         let parent = repo.head()?.peel_to_commit()?;
         if parent.tree_id() == tree_id {
@@ -81,7 +82,14 @@ impl Workspace {
             repo.set_head(&refname)?;
         }
         let signature = git2::Signature::now(&identity.name, &identity.email)?;
-        Ok(repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &[&parent])?)
+        let commit = repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &[&parent])?;
+        // An index that could not be written no longer holds HEAD's tree: unsaved work is then
+        // diffed from the tree, as with any index upkeep did not mark.
+        match index.write() {
+            Ok(()) => self.mark_index_clean(),
+            Err(_) => self.forget_clean_index(),
+        }
+        Ok(commit)
     }
 
     /// The unified diff from the base commit to HEAD, as `git diff` prints it.

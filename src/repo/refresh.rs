@@ -89,6 +89,8 @@ impl Workspace {
         empty_dir(&inner.layout.scratch)?;
         inner.base_commit = tip.id();
         inner.saved = std::sync::Mutex::new(None);
+        // A forced checkout of the tip leaves the index holding the tip's tree.
+        self.mark_index_clean();
         Ok(())
     }
 }

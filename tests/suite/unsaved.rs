@@ -86,3 +86,58 @@ fn a_cycle_ended_by_a_budget_reports_its_unsaved_changes() {
     assert!(out.stderr.contains("changes no pull request carries"), "{}", out.stderr);
     assert!(out.stderr.contains("+Hello there."), "{}", out.stderr);
 }
+
+/// The check reads the index's record of each file's size and time: an edit that keeps the size,
+/// made within the same second as the clone's checkout (so its time may match too), and a file
+/// deleted by a command after a pull request was committed must still count as unsaved.
+#[test]
+fn same_size_edits_and_deletions_count_before_and_after_a_commit() {
+    let repo = TestRepo::new();
+    let script = Script::new(&[
+        reply(
+            "same size",
+            &[
+                (
+                    "edit_file",
+                    json!({"path": "README.md", "old_text": "Hello.", "new_text": "Jello."}),
+                ),
+                ("finish", json!({"status": "completed", "summary": "done"})),
+            ],
+        ),
+        reply(
+            "propose, then delete",
+            &[
+                ("create_pull_request", json!({"title": "Jello", "body": "Says jello."})),
+                ("run_shell_command", json!({"command": "rm README.md"})),
+                ("finish", json!({"status": "completed", "summary": "done"})),
+            ],
+        ),
+        reply(
+            "give up",
+            &[("ask_question", json!({"question_text": "Delete the README too?"}))],
+        ),
+    ]);
+    let out = run_local(&repo, &script, &["--task", "Jello", "--allow-dangerous-tools"]);
+    out.assert_code(3);
+    let finishes: Vec<_> = out
+        .events_of("tool_result")
+        .into_iter()
+        .filter(|result| result["tool"] == "finish")
+        .collect();
+    assert_eq!(finishes.len(), 2, "{finishes:?}");
+    for refused in &finishes {
+        assert_eq!(refused["ok"], false, "{refused}");
+        assert!(
+            refused["output"].as_str().unwrap_or_default().contains("README.md"),
+            "{refused}"
+        );
+    }
+    let unsaved = out.events_of("unsaved_changes");
+    assert_eq!(unsaved.len(), 1, "{}", out.stdout);
+    assert_eq!(unsaved[0]["files"], json!(["README.md"]));
+    assert!(
+        unsaved[0]["diff"].as_str().unwrap_or_default().contains("-Jello."),
+        "{}",
+        unsaved[0]
+    );
+}
