@@ -30,13 +30,6 @@ fn verdict(verdict: &str, findings: &[&str]) -> String {
     )
 }
 
-fn results_of(out: &RunOutput, tool: &str) -> Vec<Value> {
-    out.events_of("tool_result")
-        .into_iter()
-        .filter(|e| e["tool"] == tool)
-        .collect()
-}
-
 fn the_branch(out: &RunOutput) -> String {
     let opened = out.events_of("pull_request");
     assert_eq!(opened.len(), 1, "one pull request: {}", out.stdout);
@@ -113,7 +106,7 @@ async fn a_failing_review_holds_the_push_back_and_the_fixed_change_passes() {
         "the fixed diff: {second_review}"
     );
 
-    let attempts = results_of(&out, "create_pull_request");
+    let attempts = out.results_of("create_pull_request");
     assert_eq!(attempts.len(), 2);
     assert_eq!(attempts[0]["ok"], false);
     let held = attempts[0]["output"].as_str().expect("output");
@@ -194,7 +187,7 @@ args = ["-c", "test -f fixed.txt || { echo 'CHECK-OUTPUT: fixed.txt is missing';
         checks,
         [("needs_fixed".to_owned(), false), ("needs_fixed".to_owned(), true)]
     );
-    let attempts = results_of(&out, "create_pull_request");
+    let attempts = out.results_of("create_pull_request");
     assert_eq!(attempts[0]["ok"], false);
     let held = attempts[0]["output"].as_str().expect("output");
     assert!(
@@ -338,7 +331,7 @@ async fn secrets_never_reach_a_sub_agents_prompt() {
         assert!(!body.contains(TOKEN), "request {index}: {body}");
     }
     // And the commit after the review still refuses the secret.
-    let held = &results_of(&out, "create_pull_request")[0];
+    let held = &out.results_of("create_pull_request")[0];
     assert_eq!(held["ok"], false, "{}", out.stdout);
     assert!(held["output"].as_str().expect("output").contains("secret"), "{held}");
     assert!(repo.bot_branches().is_empty());

@@ -40,11 +40,7 @@ fn finish_with_unsaved_edits_is_refused_and_names_the_files() {
     ]);
     let out = run_local(&repo, &script, &["--task", "Add notes"]);
     out.assert_code(0);
-    let finishes: Vec<_> = out
-        .events_of("tool_result")
-        .into_iter()
-        .filter(|result| result["tool"] == "finish")
-        .collect();
+    let finishes = out.results_of("finish");
     assert_eq!(finishes.len(), 3, "{finishes:?}");
     for refused in &finishes[..2] {
         assert_eq!(refused["ok"], false, "{refused}");
@@ -119,11 +115,7 @@ fn same_size_edits_and_deletions_count_before_and_after_a_commit() {
     ]);
     let out = run_local(&repo, &script, &["--task", "Jello", "--allow-dangerous-tools"]);
     out.assert_code(3);
-    let finishes: Vec<_> = out
-        .events_of("tool_result")
-        .into_iter()
-        .filter(|result| result["tool"] == "finish")
-        .collect();
+    let finishes = out.results_of("finish");
     assert_eq!(finishes.len(), 2, "{finishes:?}");
     for refused in &finishes {
         assert_eq!(refused["ok"], false, "{refused}");

@@ -312,6 +312,14 @@ impl RunOutput {
             .collect()
     }
 
+    /// The `tool_result` events of one tool, in order.
+    pub fn results_of(&self, tool: &str) -> Vec<Value> {
+        self.events_of("tool_result")
+            .into_iter()
+            .filter(|event| event["tool"] == tool)
+            .collect()
+    }
+
     #[track_caller]
     pub fn assert_code(&self, expected: i32) -> &Self {
         assert_eq!(
