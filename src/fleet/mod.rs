@@ -16,6 +16,7 @@ pub mod budget;
 pub mod dashboard;
 pub mod limits;
 pub mod list;
+mod member;
 pub mod overrides;
 pub mod report;
 mod run;

@@ -2,10 +2,10 @@
 //! each run as its own `upkeep run`, `--jobs` at a time.
 //!
 //! Guarantees:
-//! - Isolation: every repository's run is [`orchestrator::run`] with a [`Config`] of its own
+//! - Isolation: every repository's run is [`orchestrator::run`] with a [`crate::config::Config`] of its own
 //!   (its clone and temporary directories, its budgets, its `.upkeep.toml`), exactly as
 //!   `upkeep run --repo` would resolve it; the fleet adds only the `repo` tag on its events
-//!   and the share of `--fleet-max-cost` it may spend ([`super::budget`]).
+//!   and the share of `--fleet-max-cost` it may spend ([`super::budget`], [`super::member`]).
 //! - One repository's failure never stops the others: a configuration error, a failed run,
 //!   even a crash of its task becomes that repository's outcome, and the fleet goes on.
 //! - An interrupt stops every run (they share the cancellation token, and each removes its
@@ -25,10 +25,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{FleetBudget, SettleOnDrop, Share};
 use super::list::{self, FleetEntry};
+use super::member;
 use super::report;
 use super::shard::Shard;
 use crate::cli::{FleetArgs, RunArgs};
-use crate::config::{Config, ConfigError, GitHubSettings};
+use crate::config::{ConfigError, GitHubSettings};
 use crate::events::{EventSink, Verbosity};
 use crate::exit::ExitStatus;
 use crate::orchestrator;
@@ -147,7 +148,7 @@ async fn plan(args: &FleetArgs) -> Result<FleetPlan, FleetError> {
         .into_iter()
         .filter(|entry| shard.is_none_or(|shard| shard.contains(&entry.key)))
         .collect();
-    if let Some(error) = shared_usage_error(&entries, &args.run) {
+    if let Some(error) = member::shared_usage_error(&entries, &args.run) {
         return Err(error.into());
     }
     Ok(FleetPlan {
@@ -157,27 +158,6 @@ async fn plan(args: &FleetArgs) -> Result<FleetPlan, FleetError> {
         jobs: args.jobs.unwrap_or(DEFAULT_JOBS) as usize,
         fleet_max_cost: args.fleet_max_cost,
     })
-}
-
-/// The configuration error of every entry, when they all fail to resolve with the same one
-/// (checked as each run will resolve it); `None` as soon as one resolves or two differ.
-fn shared_usage_error(entries: &[FleetEntry], defaults: &RunArgs) -> Option<ConfigError> {
-    let mut shared: Option<ConfigError> = None;
-    for entry in entries {
-        let mut args = defaults.clone();
-        args.repo.clone_from(&entry.repo_arg);
-        let error = entry
-            .overrides
-            .apply(&mut args)
-            .and_then(|()| Config::from_args(&args))
-            .err()?;
-        match &shared {
-            Some(first) if first.to_string() != error.to_string() => return None,
-            Some(_) => {}
-            None => shared = Some(error),
-        }
-    }
-    shared
 }
 
 /// Runs every repository of the plan, `jobs` at a time, and returns their outcomes in the
@@ -217,7 +197,7 @@ async fn execute(plan: &FleetPlan, defaults: &RunArgs, cancel: &CancellationToke
                 share,
                 spent: 0.0,
             };
-            let outcome = run_repository(&entry, defaults, share, cancel).await;
+            let outcome = member::run(&entry, &defaults, share, cancel).await;
             settle.with(outcome.cost_usd);
             (index, outcome)
         });
@@ -268,55 +248,4 @@ fn record(
             ));
         }
     }
-}
-
-/// One repository's run, as `upkeep run` with the fleet's options, the entry's own, and the
-/// fleet budget's share.
-async fn run_repository(entry: &FleetEntry, mut args: RunArgs, share: Share, cancel: CancellationToken) -> RepoOutcome {
-    args.repo.clone_from(&entry.repo_arg);
-    // `--keep-clone DIR` keeps each repository's clones in a folder of its own under DIR.
-    if let Some(dir) = args.keep_clone.take() {
-        let folder: String = entry
-            .key
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        args.keep_clone = Some(dir.join(folder.trim_start_matches('.')));
-    }
-    let resolved = entry.overrides.apply(&mut args).and_then(|()| {
-        if let Share::Capped(cap) = share {
-            args.max_cost = Some(args.max_cost.map_or(cap, |own| own.min(cap)));
-        }
-        Config::from_args(&args)
-    });
-    let mut config = match resolved {
-        Ok(config) => config,
-        Err(error) => {
-            let summary = crate::summary::RunSummary::usage_error(&error);
-            report::repository_usage_error(&args, &entry.display, &summary);
-            return summary.outcome_for(&entry.display);
-        }
-    };
-    config.fleet_member = Some(entry.display.clone());
-    if let Share::Capped(cap) = share {
-        eprintln!(
-            "[{}] upkeep: --fleet-max-cost: this repository may spend up to ${cap:.4} (as its --max-cost)",
-            crate::text::escape_terminal(&entry.display)
-        );
-    }
-    for warning in crate::preflight::local_warnings(&config) {
-        eprintln!(
-            "[{}] upkeep: warning: {}",
-            crate::text::escape_terminal(&entry.display),
-            crate::text::escape_terminal(&warning)
-        );
-    }
-    let summary = orchestrator::run(config, cancel).await;
-    summary.outcome_for(&entry.display)
 }
