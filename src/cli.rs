@@ -3,6 +3,10 @@
 //! `.upkeep.toml` and the built-in defaults below that. Options that a file may set are
 //! `Option`s here so that "not given" stays distinguishable from "given the default value".
 
+// The doc comments below are the command line's help text, where brackets are TOML tables
+// (`[[tools]]`) and clap's `[default: ...]`, not links to items.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};

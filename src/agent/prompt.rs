@@ -5,7 +5,7 @@
 //! task sources), the bot's own open pull requests and a file tree bounded by a byte budget so
 //! that a huge repository cannot blow the model's context. Everything that comes from the
 //! repository, its issues or their comments is untrusted: it is filled in by
-//! [`template::fill`] and framed by [`crate::text::fence`]/[`crate::text::one_line`], so it cannot
+//! [`super::template::fill`] and framed by [`crate::text::fence`]/[`crate::text::one_line`], so it cannot
 //! expand a placeholder or open a section of its own.
 
 use std::fmt::Write as _;

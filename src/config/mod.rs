@@ -9,7 +9,7 @@
 //!
 //! This file holds what a run is given: [`Config`], [`RepoSettings`] and their parts, and the
 //! defaults. Reading is done by the files around it, each depending only on those below:
-//! [`error`] (the one error), [`file`] (the shapes of both config files), [`source`]
+//! [`error`] (the one error), [`mod@file`] (the shapes of both config files), [`source`]
 //! (`--repo`), `resolve` (flags and the operator's file -> [`Config`]) and `repo_settings`
 //! (plus the repository's file -> [`RepoSettings`]). The modules that config itself uses never
 //! import this file: the agents' settings read only the leaves (`config::error`,

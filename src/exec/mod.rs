@@ -5,7 +5,7 @@
 //! around them (DESIGN section 8, "Commands"):
 //!
 //! - [`runner`]: starts a command, caps and returns its output, stops it at the timeout;
-//! - [`env`]: the allowlisted environment (no credentials);
+//! - [`mod@env`]: the allowlisted environment (no credentials);
 //! - [`trampoline`] (called as [`invocation`] says): the OS sandbox every command runs in. On
 //!   Linux (`sys_linux.rs`, with `namespaces`, `confine`, `cgroup`, `reaper`): no network (a
 //!   network namespace, else Landlock's TCP rules), writes only in the work tree and the scratch

@@ -1,6 +1,6 @@
 //! Many repositories (DESIGN section 13).
 //!
-//! - [`run`]: `upkeep fleet` itself: which repositories ([`list`], or an organisation through
+//! - [`fn@run`]: `upkeep fleet` itself: which repositories ([`list`], or an organisation through
 //!   [`crate::forge::github::org`]), this worker's [`shard`] of them, each an isolated run,
 //!   `--jobs` at a time, within `--fleet-max-cost` ([`budget`]), reported as a table and
 //!   `fleet_finished` ([`report`], [`table`], [`crate::repo_outcome`]).

@@ -1,6 +1,6 @@
 //! Transient failures: [`Retrying`] tries a call again when its error says it may pass.
 //!
-//! The providers classify failures alike (see [`super::http`]); [`Retrying`] decides with
+//! The providers classify failures alike (see `llm::http`); [`Retrying`] decides with
 //! [`ProviderError::is_retryable`]: rate limits, overload, server errors, timeouts and streams
 //! cut before their last event are tried again with exponential backoff and full jitter (the
 //! whole request: a half-received reply is discarded, never stitched); auth, validation,

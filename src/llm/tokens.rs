@@ -23,7 +23,7 @@ const CONSERVATIVE_TOKENS_PER_5_BYTES: usize = 2;
 pub enum TokenCounter {
     /// OpenAI's `o200k_base` encoding.
     O200k(&'static CoreBPE),
-    /// One token per 2.5 bytes (see [`CONSERVATIVE_TOKENS_PER_5_BYTES`]).
+    /// One token per 2.5 bytes (see `CONSERVATIVE_TOKENS_PER_5_BYTES`).
     Conservative,
 }
 

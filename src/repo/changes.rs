@@ -81,7 +81,7 @@ impl Workspace {
 
     /// [`Workspace::unsaved_blocking`] for the report at the end of a cycle that did not finish:
     /// also after an interrupt or the deadline (the report must not be lost to them), and
-    /// given up after [`REPORT_WAIT`] on a huge tree. `None` when it could not be made.
+    /// given up after `REPORT_WAIT` on a huge tree. `None` when it could not be made.
     pub async fn unsaved_for_report(&self) -> Option<UnsavedChanges> {
         let handle = Workspace {
             inner: std::sync::Arc::clone(&self.inner),

@@ -25,9 +25,9 @@
 //!   deep in libgit2.
 //!
 //! The requests run on a small runtime of their own; libgit2's thread waits for each step
-//! without getting stuck ([`super::waiting`]). What one operation may do (token, origin, stop,
+//! without getting stuck (`repo::waiting`). What one operation may do (token, origin, stop,
 //! stall timeout) is its [`Transfer`], which reaches the transport libgit2 creates through the
-//! thread's context ([`super::transfer`]); `setup` registers [`factory`] for `http` and
+//! thread's context (`repo::transfer`); `setup` registers `factory` for `http` and
 //! `https`, and its `with_transfer` runs an operation with that context set.
 
 use std::io::{self, Read, Write};

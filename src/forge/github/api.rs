@@ -200,7 +200,7 @@ impl Api {
         Ok(url)
     }
 
-    /// Every item of a paginated list (up to [`MAX_PAGES`] pages, stopping once `limit` items
+    /// Every item of a paginated list (up to `MAX_PAGES` pages, stopping once `limit` items
     /// are in), as raw JSON values so that a single odd item cannot fail the whole listing.
     pub async fn list(&self, operation: &str, first: String, limit: usize) -> Result<Vec<Value>, ForgeError> {
         let mut items = Vec::new();

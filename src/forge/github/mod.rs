@@ -1,7 +1,7 @@
 //! `--forge github`: bot branches are pushed to the GitHub repository over HTTPS, and pull
 //! requests, task issues and questions go through the REST API ([`api`]).
 //!
-//! - Publishing a pull request is in [`publish`]: never a second pull request for a branch,
+//! - Publishing a pull request is in `publish`: never a second pull request for a branch,
 //!   never a force-push over someone else's commits.
 //! - Questions are issue comments carrying [`QUESTION_MARKER`]. Read back, a marked comment is
 //!   the bot's own question only when the bot's account wrote it (the account the token
