@@ -5,23 +5,18 @@
 //! A bot pull request is one whose head branch is under `upkeep/` in this repository (a fork's
 //! `upkeep/` branch is someone else's). Open ones are counted whatever their base; "opened in
 //! the last hour" counts every state (a pull request merged or closed within the hour still
-//! used the hour's allowance), from the most recently created page of the repository's pulls.
+//! used the hour's allowance): the repository's pulls, newest first, page after page until one
+//! ends before the hour (at most ten pages of 100, so a repository where more than 1,000 pull
+//! requests were opened in the last hour, by anyone, counts the bot's among the newest 1,000).
 
 use serde::Deserialize;
 
 use super::GitHubForge;
-use super::api::encode;
 use crate::forge::{ForgeError, PullRequestActivity};
 use crate::repo::BOT_BRANCH_PREFIX;
 
-/// The most recent pull requests looked at for the hourly count: one page. A repository whose
-/// last hour saw more pull requests than that (from anyone) counts the bot's among them.
-const RECENT: usize = 100;
-
 #[derive(Debug, Deserialize)]
 struct PullSummary {
-    #[serde(default)]
-    created_at: Option<String>,
     head: super::json::HeadJson,
 }
 
@@ -45,26 +40,25 @@ impl GitHubForge {
             .filter_map(|value| serde_json::from_value::<PullSummary>(value).ok())
             .filter_map(|pull| self.bot_branch(&pull))
             .collect();
+        let created_since = |value: &serde_json::Value| {
+            value["created_at"]
+                .as_str()
+                .and_then(|created| created.parse::<jiff::Timestamp>().ok())
+                .is_some_and(|created| created >= since)
+        };
+        // Newest first: once the last one listed is older than the hour, so is every later page.
         let recent = self
             .api
-            .list(
+            .list_while(
                 "counting bot pull requests opened in the last hour",
-                self.route(&format!(
-                    "/pulls?state=all&sort=created&direction=desc&per_page={}",
-                    encode(&RECENT.to_string())
-                )),
-                RECENT,
+                self.route("/pulls?state=all&sort=created&direction=desc&per_page=100"),
+                |listed| listed.last().is_some_and(created_since),
             )
             .await?;
         let opened_since = recent
             .into_iter()
+            .filter(created_since)
             .filter_map(|value| serde_json::from_value::<PullSummary>(value).ok())
-            .filter(|pull| {
-                pull.created_at
-                    .as_deref()
-                    .and_then(|created| created.parse::<jiff::Timestamp>().ok())
-                    .is_some_and(|created| created >= since)
-            })
             .filter_map(|pull| self.bot_branch(&pull))
             .collect();
         Ok(PullRequestActivity {

@@ -203,6 +203,17 @@ impl Api {
     /// Every item of a paginated list (up to `MAX_PAGES` pages, stopping once `limit` items
     /// are in), as raw JSON values so that a single odd item cannot fail the whole listing.
     pub async fn list(&self, operation: &str, first: String, limit: usize) -> Result<Vec<Value>, ForgeError> {
+        self.list_while(operation, first, |items| items.len() < limit).await
+    }
+
+    /// Every item of a paginated list, page after page while `more` says the items so far call
+    /// for the next page (up to `MAX_PAGES` pages).
+    pub async fn list_while(
+        &self,
+        operation: &str,
+        first: String,
+        more: impl Fn(&[Value]) -> bool,
+    ) -> Result<Vec<Value>, ForgeError> {
         let mut items = Vec::new();
         let mut route = Some(first);
         let mut pages = 0;
@@ -210,7 +221,7 @@ impl Api {
             let answer = self.send(operation, Method::Get, &current, None).await?;
             items.extend(parse_list(operation, &answer.text)?);
             pages += 1;
-            if pages < MAX_PAGES && items.len() < limit {
+            if pages < MAX_PAGES && more(&items) {
                 route = answer.next;
             }
         }

@@ -94,6 +94,46 @@ async fn pr_hourly_limit_counts_the_last_hour_in_every_state() {
     assert!(hub.requests("POST", "/repos/octo/widgets/pulls").await.is_empty());
 }
 
+/// The hour's count reads as many pages as the hour fills: with 120 pull requests by others
+/// opened in the last minutes, the bot's one from 20 minutes ago is on the second page of 100
+/// and still counts (a single page used to miss it, and the run opened another).
+#[tokio::test(flavor = "multi_thread")]
+async fn pr_hourly_limit_reads_every_page_of_the_last_hour() {
+    let hub = FleetHub::start().await;
+    hub.add_repo("octo/widgets", &[("README.md", "hi\n")]).await;
+    let ago = |minutes: i64| (jiff::Timestamp::now() - jiff::SignedDuration::from_mins(minutes)).to_string();
+    let mut pulls: Vec<Value> = (0..120)
+        .map(|n| pull_request("octo/widgets", 200 + n, &format!("feature/{n}"), &ago(5), "open"))
+        .collect();
+    pulls.push(pull_request("octo/widgets", 7, "upkeep/earlier", &ago(20), "closed"));
+    pulls.push(pull_request(
+        "octo/widgets",
+        6,
+        "upkeep/old",
+        "2024-01-01T00:00:00Z",
+        "closed",
+    ));
+    hub.serve_pulls("octo/widgets", pulls);
+    let operator = tempfile::tempdir().expect("tempdir");
+    let config = operator.path().join("operator.toml");
+    std::fs::write(&config, "pr_hourly_limit = 1\n").expect("write");
+    let config = config.to_str().expect("utf-8 path");
+    let script = Script::new(&[propose("NEW.md")]);
+    let out = hub
+        .run(&["run", "--repo", "octo/widgets", "--config", config], &script)
+        .await;
+    out.assert_code(0);
+    held_before_any_work(&out, "pr_hourly_limit");
+    assert!(hub.requests("POST", "/repos/octo/widgets/pulls").await.is_empty());
+    let listed = hub.requests("GET", "/repos/octo/widgets/pulls").await;
+    assert!(
+        listed
+            .iter()
+            .any(|request| request.url.query().is_some_and(|query| query.contains("page=2"))),
+        "the second page was never read"
+    );
+}
+
 /// Continuous mode stops when the limit is reached between cycles (exit 0): the first cycle's
 /// pull request fills `pr_limit = 1`, so the second cycle never starts. Local forge: the open
 /// bot branches are its pull requests.

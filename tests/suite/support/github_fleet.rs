@@ -261,26 +261,64 @@ impl Respond for IssueTracker {
     }
 }
 
-/// `GET /repos/{owner}/{name}/pulls?state=...`.
+/// `GET /repos/{owner}/{name}/pulls?state=...&per_page=...&page=...`, newest first (GitHub's
+/// default order, and the one upkeep asks for), in pages linked by `Link: <...>; rel="next"`.
 struct PullList(Arc<Mutex<BTreeMap<String, Vec<Value>>>>);
 
 impl Respond for PullList {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let segments: Vec<&str> = request.url.path().trim_start_matches('/').split('/').collect();
         let full_name = format!("{}/{}", segments[1], segments[2]);
-        let state = request
-            .url
-            .query_pairs()
-            .find(|(key, _)| key == "state")
-            .map_or_else(|| "open".to_owned(), |(_, value)| value.into_owned());
-        let listed: Vec<Value> = lock(&self.0)
+        let query = |name: &str| {
+            request
+                .url
+                .query_pairs()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.into_owned())
+        };
+        let state = query("state").unwrap_or_else(|| "open".to_owned());
+        let per_page: usize = query("per_page")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(30)
+            .clamp(1, 100);
+        let page: usize = query("page").and_then(|n| n.parse().ok()).unwrap_or(1).max(1);
+        let mut listed: Vec<Value> = lock(&self.0)
             .get(&full_name)
             .into_iter()
             .flatten()
             .filter(|pull| state == "all" || pull["state"] == state.as_str())
             .cloned()
             .collect();
-        ResponseTemplate::new(200).set_body_json(listed)
+        // RFC 3339 timestamps in UTC sort as strings.
+        listed.sort_by(|a, b| b["created_at"].as_str().cmp(&a["created_at"].as_str()));
+        let pages = listed.len().div_ceil(per_page).max(1);
+        let body: Vec<Value> = listed.into_iter().skip((page - 1) * per_page).take(per_page).collect();
+        let mut response = ResponseTemplate::new(200).set_body_json(body);
+        if page < pages {
+            // wiremock's request URL names `localhost`; the link must name the address the
+            // client used, or upkeep (rightly) refuses to follow it off the API.
+            let mut next = request.url.clone();
+            if let Some((host, port)) = request
+                .headers
+                .get("host")
+                .and_then(|host| host.to_str().ok())
+                .and_then(|host| host.rsplit_once(':'))
+            {
+                let _ = next.set_host(Some(host));
+                let _ = next.set_port(port.parse().ok());
+            }
+            let kept: Vec<(String, String)> = next
+                .query_pairs()
+                .filter(|(key, _)| key != "page")
+                .map(|(key, value)| (key.into_owned(), value.into_owned()))
+                .collect();
+            next.query_pairs_mut()
+                .clear()
+                .extend_pairs(kept)
+                .append_pair("page", &(page + 1).to_string());
+            response = response.insert_header("link", format!("<{next}>; rel=\"next\"").as_str());
+        }
+        response
     }
 }
 
