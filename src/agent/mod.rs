@@ -26,6 +26,8 @@ pub mod budget;
 mod condense;
 pub mod context;
 pub mod file_tree;
+#[cfg(test)]
+pub(crate) mod markdown_headings;
 pub mod prompt;
 pub mod protocol;
 pub mod template;

@@ -308,10 +308,7 @@ mod tests {
         assert!(prompt.contains("{{file_tree}}"), "left literal: {prompt}");
         assert!(prompt.contains("{{open_pull_requests}}"), "left literal: {prompt}");
         assert_eq!(
-            super::super::template::headings_outside_fences(&prompt)
-                .into_iter()
-                .filter(|heading| heading.starts_with("# "))
-                .collect::<Vec<_>>(),
+            crate::agent::markdown_headings::sections_outside_fences(&prompt),
             [
                 "# Choose your task",
                 "# Your open pull requests",

@@ -38,25 +38,6 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
     out
 }
 
-/// The `#` lines of `text` outside code fences, as a Markdown reader sees its headings: what
-/// tests of untrusted text check that it could not add to.
-#[cfg(test)]
-pub(crate) fn headings_outside_fences(text: &str) -> Vec<&str> {
-    let mut fence: Option<usize> = None;
-    let mut headings = Vec::new();
-    for line in text.lines() {
-        let ticks = line.len() - line.trim_start_matches('`').len();
-        match fence {
-            Some(open) if ticks >= open && line.trim_start_matches('`').trim().is_empty() => fence = None,
-            Some(_) => {}
-            None if ticks >= 3 => fence = Some(ticks),
-            None if line.starts_with('#') => headings.push(line),
-            None => {}
-        }
-    }
-    headings
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

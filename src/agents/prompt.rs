@@ -164,7 +164,7 @@ mod tests {
             window: 128_000,
         });
         assert_eq!(
-            crate::agent::template::headings_outside_fences(&message),
+            crate::agent::markdown_headings::headings_outside_fences(&message),
             [
                 "# Review this change",
                 "## The task",

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::support::{Script, TestRepo, Upkeep, finish, headings_outside_fences, reply, run_local};
+use super::support::{Script, TestRepo, Upkeep, finish, reply, run_local, sections_outside_fences};
 
 /// The `tool_result` events of a run, in order, but for the closing `finish`.
 fn tool_results(out: &super::support::RunOutput) -> Vec<Value> {
@@ -361,7 +361,7 @@ fn a_placeholder_or_heading_in_a_task_file_stays_text() {
         "the tree appears once: {first}"
     );
     // Headings as a Markdown reader sees them: only the prompt's own, outside every fence.
-    let headings = headings_outside_fences(first);
+    let headings = sections_outside_fences(first);
     assert_eq!(
         headings,
         [

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::support::{Script, TestRepo, Upkeep, finish, headings_outside_fences, run_local};
+use super::super::support::{Script, TestRepo, Upkeep, finish, run_local, sections_outside_fences};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_md_reaches_the_system_prompt_capped_and_cannot_remove_upkeeps_rules() {
@@ -40,7 +40,7 @@ async fn agents_md_reaches_the_system_prompt_capped_and_cannot_remove_upkeeps_ru
     let instructions = system.find("Run `make check`").expect("the instructions");
     assert!(rules < instructions);
     assert!(system.contains("{{tools}}"), "left literal");
-    let headings = headings_outside_fences(system);
+    let headings = sections_outside_fences(system);
     assert_eq!(
         headings,
         [

@@ -10,7 +10,12 @@ pub mod github;
 pub mod github_bodies;
 pub mod github_conformance;
 pub mod github_fleet;
+// The same reading of a prompt's headings as the unit tests use.
+#[path = "../../../src/agent/markdown_headings.rs"]
+mod markdown_headings;
 pub mod model_api;
+
+pub use markdown_headings::sections_outside_fences;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -112,25 +117,6 @@ impl TestRepo {
     pub fn refs(&self) -> String {
         self.git(&["for-each-ref", "--format=%(refname) %(objectname)"])
     }
-}
-
-/// The `# ` headings of a prompt as a Markdown reader sees them: outside every code fence (a
-/// fence closes only on a line of at least as many backticks). What tests of untrusted text
-/// check that it could not add to.
-pub fn headings_outside_fences(text: &str) -> Vec<&str> {
-    let mut fence: Option<usize> = None;
-    let mut headings = Vec::new();
-    for line in text.lines() {
-        let ticks = line.len() - line.trim_start_matches('`').len();
-        match fence {
-            Some(open) if ticks >= open && line.trim_start_matches('`').trim().is_empty() => fence = None,
-            Some(_) => {}
-            None if ticks >= 3 => fence = Some(ticks),
-            None if line.starts_with("# ") => headings.push(line),
-            None => {}
-        }
-    }
-    headings
 }
 
 /// One scripted model reply: `{plan, tool_calls}` from (tool, arguments) pairs.
