@@ -92,22 +92,10 @@ async fn rate_limit_with_retry_after_is_retried() {
         Some("rate_limit_exceeded"),
         None,
     );
-    answer_once(
-        &server,
-        OPENAI_PATH,
-        ResponseTemplate::new(429)
-            .insert_header("retry-after", "0")
-            .set_body_json(limited),
-    )
-    .await;
-    answer(&server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
-    let conversation = Conversation::new();
-    let completion = fast_retries(openai(&server), 5)
-        .complete(conversation.request())
-        .await
-        .expect("retried");
-    assert_eq!(completion.content, REPLY);
-    assert_eq!(requests(&server).await.len(), 2);
+    let limited = ResponseTemplate::new(429)
+        .insert_header("retry-after", "0")
+        .set_body_json(limited);
+    assert_answered_after_one_failure(&server, limited).await;
 }
 
 #[tokio::test]
@@ -119,15 +107,21 @@ async fn server_error_is_retried() {
         None,
         None,
     );
-    answer_once(&server, OPENAI_PATH, ResponseTemplate::new(500).set_body_json(broken)).await;
-    answer(&server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
+    assert_answered_after_one_failure(&server, ResponseTemplate::new(500).set_body_json(broken)).await;
+}
+
+/// OpenAI answers `failure` once, then the reply: the retry wrapper gets the reply, in two
+/// requests.
+async fn assert_answered_after_one_failure(server: &MockServer, failure: ResponseTemplate) {
+    answer_once(server, OPENAI_PATH, failure).await;
+    answer(server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
     let conversation = Conversation::new();
-    let completion = fast_retries(openai(&server), 5)
+    let completion = fast_retries(openai(server), 5)
         .complete(conversation.request())
         .await
         .expect("retried");
     assert_eq!(completion.content, REPLY);
-    assert_eq!(requests(&server).await.len(), 2);
+    assert_eq!(requests(server).await.len(), 2);
 }
 
 #[tokio::test]
