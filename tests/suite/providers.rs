@@ -163,6 +163,26 @@ async fn answer_once(server: &MockServer, route: &str, response: ResponseTemplat
         .await;
 }
 
+/// The API at `route` answers `failure` once, then `reply`: the retry wrapper around
+/// `provider` gets the reply's text, in two requests.
+async fn assert_answered_after_one_failure(
+    server: &MockServer,
+    route: &str,
+    failure: ResponseTemplate,
+    reply: ResponseTemplate,
+    provider: impl Provider + 'static,
+) {
+    answer_once(server, route, failure).await;
+    answer(server, route, reply).await;
+    let conversation = Conversation::new();
+    let completion = fast_retries(provider, 3)
+        .complete(conversation.request())
+        .await
+        .expect("retried");
+    assert_eq!(completion.content, REPLY);
+    assert_eq!(requests(server).await.len(), 2);
+}
+
 /// What the server received, each body checked against the API description of its path.
 async fn requests(server: &MockServer) -> Vec<Request> {
     let requests = server.received_requests().await.expect("request recording is on");

@@ -10,8 +10,9 @@ use wiremock::{MockServer, ResponseTemplate};
 use super::super::support::conformance::{Api, assert_requests_conform};
 use super::super::support::model_api::{anthropic_error, anthropic_stream, anthropic_usage};
 use super::{
-    ANTHROPIC_PATH, Conversation, KEY, REPLY, SYSTEM, answer, answer_once, anthropic, assert_malformed,
-    assert_no_dangerous_tool, assert_unauthorized, body, fast_retries, header, requests, roles, settings,
+    ANTHROPIC_PATH, Conversation, KEY, REPLY, SYSTEM, answer, answer_once, anthropic,
+    assert_answered_after_one_failure, assert_malformed, assert_no_dangerous_tool, assert_unauthorized, body,
+    fast_retries, header, requests, roles, settings,
 };
 
 fn anthropic_reply(text: &str, stop_reason: &str) -> ResponseTemplate {
@@ -181,20 +182,9 @@ async fn anthropic_malformed_body_is_malformed_response() {
 async fn anthropic_overloaded_529_is_retried() {
     let server = MockServer::start().await;
     let overloaded = anthropic_error("overloaded_error", "Overloaded");
-    answer_once(
-        &server,
-        ANTHROPIC_PATH,
-        ResponseTemplate::new(529).set_body_json(overloaded),
-    )
-    .await;
-    answer(&server, ANTHROPIC_PATH, anthropic_reply(REPLY, "end_turn")).await;
-    let conversation = Conversation::new();
-    let completion = fast_retries(anthropic(&server), 3)
-        .complete(conversation.request())
-        .await
-        .expect("second try works");
-    assert_eq!(completion.content, REPLY);
-    assert_eq!(requests(&server).await.len(), 2);
+    let overloaded = ResponseTemplate::new(529).set_body_json(overloaded);
+    let reply = anthropic_reply(REPLY, "end_turn");
+    assert_answered_after_one_failure(&server, ANTHROPIC_PATH, overloaded, reply, anthropic(&server)).await;
 }
 
 #[tokio::test]
@@ -205,21 +195,10 @@ async fn anthropic_overloaded_inside_the_stream_is_retried() {
         super::super::support::model_api::anthropic_events(REPLY, "end_turn", anthropic_usage(10, 0, 0), 5);
     events.truncate(3);
     events.push(("error", anthropic_error("overloaded_error", "Overloaded")));
-    answer_once(
-        &server,
-        ANTHROPIC_PATH,
-        ResponseTemplate::new(200).set_body_raw(
-            super::super::support::model_api::anthropic_body(&events),
-            "text/event-stream",
-        ),
-    )
-    .await;
-    answer(&server, ANTHROPIC_PATH, anthropic_reply(REPLY, "end_turn")).await;
-    let conversation = Conversation::new();
-    let completion = fast_retries(anthropic(&server), 3)
-        .complete(conversation.request())
-        .await
-        .expect("retried");
-    assert_eq!(completion.content, REPLY);
-    assert_eq!(requests(&server).await.len(), 2);
+    let broken_stream = ResponseTemplate::new(200).set_body_raw(
+        super::super::support::model_api::anthropic_body(&events),
+        "text/event-stream",
+    );
+    let reply = anthropic_reply(REPLY, "end_turn");
+    assert_answered_after_one_failure(&server, ANTHROPIC_PATH, broken_stream, reply, anthropic(&server)).await;
 }

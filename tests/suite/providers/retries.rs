@@ -13,8 +13,8 @@ use wiremock::{MockServer, ResponseTemplate};
 
 use super::super::support::model_api::{anthropic_error, gemini_error, ollama_error, openai_error};
 use super::{
-    ANTHROPIC_PATH, Conversation, GEMINI_PATH, KEY, OLLAMA_PATH, OPENAI_PATH, REPLY, answer, answer_once, anthropic,
-    fast_retries, gemini, ollama, openai, openai_reply, requests, settings,
+    ANTHROPIC_PATH, Conversation, GEMINI_PATH, KEY, OLLAMA_PATH, OPENAI_PATH, REPLY, answer, anthropic,
+    assert_answered_after_one_failure, fast_retries, gemini, ollama, openai, openai_reply, requests, settings,
 };
 
 #[tokio::test]
@@ -95,7 +95,8 @@ async fn rate_limit_with_retry_after_is_retried() {
     let limited = ResponseTemplate::new(429)
         .insert_header("retry-after", "0")
         .set_body_json(limited);
-    assert_answered_after_one_failure(&server, limited).await;
+    let reply = openai_reply(REPLY, "stop");
+    assert_answered_after_one_failure(&server, OPENAI_PATH, limited, reply, openai(&server)).await;
 }
 
 #[tokio::test]
@@ -107,21 +108,9 @@ async fn server_error_is_retried() {
         None,
         None,
     );
-    assert_answered_after_one_failure(&server, ResponseTemplate::new(500).set_body_json(broken)).await;
-}
-
-/// OpenAI answers `failure` once, then the reply: the retry wrapper gets the reply, in two
-/// requests.
-async fn assert_answered_after_one_failure(server: &MockServer, failure: ResponseTemplate) {
-    answer_once(server, OPENAI_PATH, failure).await;
-    answer(server, OPENAI_PATH, openai_reply(REPLY, "stop")).await;
-    let conversation = Conversation::new();
-    let completion = fast_retries(openai(server), 5)
-        .complete(conversation.request())
-        .await
-        .expect("retried");
-    assert_eq!(completion.content, REPLY);
-    assert_eq!(requests(server).await.len(), 2);
+    let broken = ResponseTemplate::new(500).set_body_json(broken);
+    let reply = openai_reply(REPLY, "stop");
+    assert_answered_after_one_failure(&server, OPENAI_PATH, broken, reply, openai(&server)).await;
 }
 
 #[tokio::test]
