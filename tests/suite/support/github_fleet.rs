@@ -186,17 +186,11 @@ struct IssueTracker(Arc<Mutex<IssueStore>>);
 impl Respond for IssueTracker {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let segments: Vec<&str> = request.url.path().trim_start_matches('/').split('/').collect();
-        let full_name = format!("{}/{}", segments[1], segments[2]);
+        let full_name = repository_of(&segments);
         let number: Option<u64> = segments.get(4).and_then(|n| n.parse().ok());
         let mut store = lock(&self.0);
         let delay = store.list_delay;
-        let query = |name: &str| {
-            request
-                .url
-                .query_pairs()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.into_owned())
-        };
+        let query = |name: &str| query_value(request, name);
         match (request.method.as_str(), number) {
             ("GET", None) => {
                 let state = query("state").unwrap_or_else(|| "open".into());
@@ -261,6 +255,20 @@ impl Respond for IssueTracker {
     }
 }
 
+/// The value of query parameter `name`, if the request has it.
+fn query_value(request: &Request, name: &str) -> Option<String> {
+    request
+        .url
+        .query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+}
+
+/// `owner/name` of a path `repos/{owner}/{name}/...` split at `/`.
+fn repository_of(segments: &[&str]) -> String {
+    format!("{}/{}", segments[1], segments[2])
+}
+
 /// `GET /repos/{owner}/{name}/pulls?state=...&per_page=...&page=...`, newest first (GitHub's
 /// default order, and the one upkeep asks for), in pages linked by `Link: <...>; rel="next"`.
 struct PullList(Arc<Mutex<BTreeMap<String, Vec<Value>>>>);
@@ -268,14 +276,8 @@ struct PullList(Arc<Mutex<BTreeMap<String, Vec<Value>>>>);
 impl Respond for PullList {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let segments: Vec<&str> = request.url.path().trim_start_matches('/').split('/').collect();
-        let full_name = format!("{}/{}", segments[1], segments[2]);
-        let query = |name: &str| {
-            request
-                .url
-                .query_pairs()
-                .find(|(key, _)| key == name)
-                .map(|(_, value)| value.into_owned())
-        };
+        let full_name = repository_of(&segments);
+        let query = |name: &str| query_value(request, name);
         let state = query("state").unwrap_or_else(|| "open".to_owned());
         let per_page: usize = query("per_page")
             .and_then(|n| n.parse().ok())
