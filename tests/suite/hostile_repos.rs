@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::support::{Script, TestRepo, Upkeep, finish, reply, run_local, sections_outside_fences};
+use super::support::{Script, TestRepo, Upkeep, finish, local_prompt, reply, run_local, sections_outside_fences};
 
 /// The `tool_result` events of a run, in order, but for the closing `finish`.
 fn tool_results(out: &super::support::RunOutput) -> Vec<Value> {
@@ -46,13 +46,9 @@ impl Outside {
 /// Text that must never appear in anything upkeep outputs.
 const SECRET_MARK: &str = "UPKEEP-OUTSIDE-SECRET-7f3a";
 
-/// `upkeep prompt --json` on a local repository: the system prompt and first message exactly
-/// as a model would get them.
+/// [`local_prompt`], its JSON (null when it printed none) and its standard error.
 fn prompt_of(repo: &TestRepo) -> (Option<i32>, Value, String) {
-    let out = Upkeep::new()
-        .args(["prompt", "--json", "--repo"])
-        .args([repo.path()])
-        .run();
+    let out = local_prompt(repo);
     let value = serde_json::from_str(out.stdout.trim()).unwrap_or(Value::Null);
     (out.code, value, out.stderr)
 }

@@ -1,9 +1,9 @@
 //! The repository's agent instructions: AGENTS.md reaches the system prompt, capped and unable to
 //! remove upkeep's rules, and a symlink out of the clone is never read.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::super::support::{Script, TestRepo, Upkeep, finish, run_local, sections_outside_fences};
+use super::super::support::{Script, TestRepo, finish, local_prompt, run_local, sections_outside_fences};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn agents_md_reaches_the_system_prompt_capped_and_cannot_remove_upkeeps_rules() {
@@ -17,13 +17,9 @@ async fn agents_md_reaches_the_system_prompt_capped_and_cannot_remove_upkeeps_ru
         ("AGENTS.md", &hostile),
         ("CLAUDE.md", "not this one\n"),
     ]);
-    let out = Upkeep::new()
-        .args(["prompt", "--repo"])
-        .args([repo.path()])
-        .args(["--json"])
-        .run();
+    let out = local_prompt(&repo);
     out.assert_code(0);
-    let prompt: Value = serde_json::from_str(out.stdout.trim()).expect("JSON");
+    let prompt = out.stdout_json();
     let system = prompt["system"].as_str().unwrap_or_default();
     assert!(
         system.contains("Run `make check` before proposing a change."),
@@ -69,11 +65,7 @@ fn an_agents_md_symlink_out_of_the_clone_is_not_read() {
     let repo = TestRepo::with_files(&[("README.md", "# r\n"), ("GEMINI.md", "Use tabs.\n")]);
     repo.symlink("AGENTS.md", &secret);
     repo.commit("instructions");
-    let out = Upkeep::new()
-        .args(["prompt", "--repo"])
-        .args([repo.path()])
-        .args(["--json"])
-        .run();
+    let out = local_prompt(&repo);
     out.assert_code(0);
     assert!(
         !out.stdout.contains("OUTSIDE-SECRET-4411"),

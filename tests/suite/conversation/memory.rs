@@ -1,8 +1,6 @@
 //! Memory in the forge: an issue whose bot pull request was closed is skipped until someone
 //! comments again.
 
-use serde_json::Value;
-
 use super::super::support::Upkeep;
 use super::super::support::github::{FakeGitHub, issue_json};
 use super::{BOT, BOT_EMAIL, push_commit};
@@ -35,7 +33,7 @@ async fn an_issue_whose_bot_pull_request_was_closed_is_skipped_until_it_gets_a_n
     };
     let out = prompt();
     out.assert_code(0);
-    let message = serde_json::from_str::<Value>(out.stdout.trim()).expect("JSON")["first_message"]
+    let message = out.stdout_json()["first_message"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
@@ -54,7 +52,7 @@ async fn an_issue_whose_bot_pull_request_was_closed_is_skipped_until_it_gets_a_n
     );
     let out = prompt();
     out.assert_code(0);
-    let message = serde_json::from_str::<Value>(out.stdout.trim()).expect("JSON")["first_message"]
+    let message = out.stdout_json()["first_message"]
         .as_str()
         .unwrap_or_default()
         .to_owned();

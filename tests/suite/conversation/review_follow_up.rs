@@ -137,7 +137,7 @@ async fn the_follow_up_prompt_carries_the_maintainers_feedback_and_nothing_from_
         .run_async()
         .await;
     out.assert_code(0);
-    let prompt: Value = serde_json::from_str(out.stdout.trim()).expect("JSON");
+    let prompt = out.stdout_json();
     let message = prompt["first_message"].as_str().unwrap_or_default();
     assert!(
         message.contains("# Your task: review feedback on your pull request #3"),

@@ -298,6 +298,12 @@ impl RunOutput {
             .collect()
     }
 
+    /// Standard output as one JSON document (`--json` of `upkeep prompt`, `upkeep tools`...).
+    #[track_caller]
+    pub fn stdout_json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).expect("standard output is JSON")
+    }
+
     /// The `tool_result` events of one tool, in order.
     pub fn results_of(&self, tool: &str) -> Vec<Value> {
         self.events_of("tool_result")
@@ -320,6 +326,15 @@ impl RunOutput {
 }
 
 /// `upkeep run` on a local repository with a replay script, JSON events on stdout.
+/// `upkeep prompt --json` on a local repository: the system prompt and first message exactly
+/// as a model would get them.
+pub fn local_prompt(repo: &TestRepo) -> RunOutput {
+    Upkeep::new()
+        .args(["prompt", "--json", "--repo"])
+        .args([repo.path()])
+        .run()
+}
+
 pub fn run_local(repo: &TestRepo, script: &Script, extra: &[&str]) -> RunOutput {
     run_replay(Upkeep::new(), repo, script, extra)
 }
