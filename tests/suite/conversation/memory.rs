@@ -23,20 +23,21 @@ async fn an_issue_whose_bot_pull_request_was_closed_is_skipped_until_it_gets_a_n
         BOT,
         Some("2024-03-01T00:00:00Z"),
     );
-    let prompt = || {
-        Upkeep::new()
+    // The first message of `upkeep prompt`, which must succeed.
+    let first_message = || {
+        let out = Upkeep::new()
             .env("GITHUB_SERVER_URL", hub.git.url())
             .env("GITHUB_API_URL", hub.api.uri())
             .env("GITHUB_TOKEN", &hub.token)
             .args(["prompt", "--repo", "owner/name", "--json"])
-            .run()
+            .run();
+        out.assert_code(0);
+        out.stdout_json()["first_message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     };
-    let out = prompt();
-    out.assert_code(0);
-    let message = out.stdout_json()["first_message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let message = first_message();
     assert!(!message.contains("### Issue #7"), "offered again: {message}");
     assert!(
         message.contains("Issue #7 (Rename the greeting): pull request #12 was closed on 2024-03-01"),
@@ -50,12 +51,7 @@ async fn an_issue_whose_bot_pull_request_was_closed_is_skipped_until_it_gets_a_n
         "Try again, keep the old name.",
         "2024-03-05T00:00:00Z",
     );
-    let out = prompt();
-    out.assert_code(0);
-    let message = out.stdout_json()["first_message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let message = first_message();
     assert!(message.contains("### Issue #7: Rename the greeting"), "{message}");
     assert!(message.contains("Try again, keep the old name."), "{message}");
     hub.assert_conformant();
