@@ -23,6 +23,7 @@ use wiremock::{Mock, MockServer};
 
 use self::json::{API, TIME, WEB};
 pub use self::json::{NAME, OWNER, issue_json, repository, user};
+pub use self::state::ReviewComment;
 use self::state::{Api, State};
 use super::git_http::GitHttpServer;
 use super::{TestRepo, Upkeep, git};
@@ -158,29 +159,8 @@ impl FakeGitHub {
     }
 
     /// A review comment (a new thread, or a reply when `in_reply_to` is set); returns its id.
-    #[allow(clippy::too_many_arguments)]
-    pub fn add_review_comment(
-        &self,
-        pull: u64,
-        review: Option<u64>,
-        login: &str,
-        association: &str,
-        (path, line, hunk): (&str, u64, &str),
-        body: &str,
-        in_reply_to: Option<u64>,
-    ) -> u64 {
-        self.with(|s| {
-            s.review_comment(
-                pull,
-                review,
-                login,
-                association,
-                (path, line, hunk),
-                body,
-                in_reply_to,
-                TIME,
-            )
-        })
+    pub fn add_review_comment(&self, comment: &ReviewComment<'_>) -> u64 {
+        self.with(|s| s.review_comment(comment, TIME))
     }
 
     pub fn issue_comments(&self, number: u64) -> Vec<Value> {

@@ -14,6 +14,21 @@ use super::super::git;
 use super::super::github_conformance::{self as conformance, Body};
 use super::json::{API, NAME, OWNER, TIME, WEB, link, public_user, repository, user};
 
+/// A pull request review comment to add: a new thread on `path` at `line`, or a reply to the
+/// thread `in_reply_to`.
+#[derive(Debug, Clone, Copy)]
+pub struct ReviewComment<'a> {
+    pub pull: u64,
+    pub review: Option<u64>,
+    pub login: &'a str,
+    pub association: &'a str,
+    pub path: &'a str,
+    pub line: u64,
+    pub hunk: &'a str,
+    pub body: &'a str,
+    pub in_reply_to: Option<u64>,
+}
+
 #[derive(Default)]
 pub(super) struct State {
     pub(super) bot: String,
@@ -49,18 +64,18 @@ impl State {
         id
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn review_comment(
-        &mut self,
-        pull: u64,
-        review: Option<u64>,
-        login: &str,
-        association: &str,
-        (path, line, hunk): (&str, u64, &str),
-        body: &str,
-        in_reply_to: Option<u64>,
-        at: &str,
-    ) -> u64 {
+    pub(super) fn review_comment(&mut self, comment: &ReviewComment<'_>, at: &str) -> u64 {
+        let ReviewComment {
+            pull,
+            review,
+            login,
+            association,
+            path,
+            line,
+            hunk,
+            body,
+            in_reply_to,
+        } = *comment;
         let id = self.id();
         let commit = self
             .pulls
@@ -229,16 +244,18 @@ impl State {
                     top["diff_hunk"].as_str().unwrap_or_default().to_owned(),
                 );
                 let bot = self.bot.clone();
-                let id = self.review_comment(
+                let reply = ReviewComment {
                     pull,
-                    None,
-                    &bot,
-                    "NONE",
-                    (&location.0, location.1, &location.2),
-                    body["body"].as_str().unwrap_or_default(),
-                    Some(root),
-                    "2030-01-01T00:00:00Z",
-                );
+                    review: None,
+                    login: &bot,
+                    association: "NONE",
+                    path: &location.0,
+                    line: location.1,
+                    hunk: &location.2,
+                    body: body["body"].as_str().unwrap_or_default(),
+                    in_reply_to: Some(root),
+                };
+                let id = self.review_comment(&reply, "2030-01-01T00:00:00Z");
                 let created = self.review_comments[&pull].iter().find(|c| c["id"] == id)?.clone();
                 Some((201, created))
             }
