@@ -9,6 +9,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
 pub use crate::kinds::{ForgeKind, ProviderKind};
@@ -51,7 +52,7 @@ pub struct RunArgs {
     pub task_file: Option<PathBuf>,
 
     /// Repeat cycles on a fresh copy until the model finds no task or asks a question.
-    #[arg(long, env = "UPKEEP_CONTINUOUS")]
+    #[arg(long, env = "UPKEEP_CONTINUOUS", value_parser = BoolishValueParser::new())]
     pub continuous: bool,
 
     /// Most cycles in continuous mode [default: 10]
@@ -63,7 +64,7 @@ pub struct RunArgs {
     pub max_turns: Option<u32>,
 
     /// Offer run_shell_command (and every declared command tool) to the model.
-    #[arg(long, env = "UPKEEP_ALLOW_DANGEROUS_TOOLS")]
+    #[arg(long, env = "UPKEEP_ALLOW_DANGEROUS_TOOLS", value_parser = BoolishValueParser::new())]
     pub allow_dangerous_tools: bool,
 
     /// Model provider [default: openai]
@@ -88,7 +89,7 @@ pub struct RunArgs {
 
     /// Benchmark knob: send every tool result whole in every request (no masking), to measure
     /// what the history policy saves. Not for real runs.
-    #[arg(long, env = "UPKEEP_FULL_HISTORY", hide = true)]
+    #[arg(long, env = "UPKEEP_FULL_HISTORY", hide = true, value_parser = BoolishValueParser::new())]
     pub full_history: bool,
 
     /// Scripted model replies (JSON Lines); implies --provider replay
@@ -104,11 +105,11 @@ pub struct RunArgs {
     pub base: Option<String>,
 
     /// Push nothing, open nothing, post nothing: print the title, body and diff instead.
-    #[arg(long, env = "UPKEEP_DRY_RUN")]
+    #[arg(long, env = "UPKEEP_DRY_RUN", value_parser = BoolishValueParser::new())]
     pub dry_run: bool,
 
     /// JSON Lines events on stdout; human-readable progress on stderr.
-    #[arg(long, env = "UPKEEP_JSON")]
+    #[arg(long, env = "UPKEEP_JSON", value_parser = BoolishValueParser::new())]
     pub json: bool,
 
     /// Append the events to this file.
@@ -140,7 +141,7 @@ pub struct RunArgs {
     pub depth: Option<u32>,
 
     /// Open pull requests as drafts.
-    #[arg(long, env = "UPKEEP_DRAFT")]
+    #[arg(long, env = "UPKEEP_DRAFT", value_parser = BoolishValueParser::new())]
     pub draft: bool,
 
     /// Give up a clone, fetch or push when no byte moved for this many seconds [default: 120]
@@ -160,11 +161,11 @@ pub struct RunArgs {
     pub allow_tool: Vec<String>,
 
     /// Fail (exit 2) where the OS sandbox for commands is unavailable.
-    #[arg(long, env = "UPKEEP_REQUIRE_SANDBOX")]
+    #[arg(long, env = "UPKEEP_REQUIRE_SANDBOX", value_parser = BoolishValueParser::new())]
     pub require_sandbox: bool,
 
     /// Let commands reach the network (by default they have none).
-    #[arg(long, env = "UPKEEP_ALLOW_NETWORK")]
+    #[arg(long, env = "UPKEEP_ALLOW_NETWORK", value_parser = BoolishValueParser::new())]
     pub allow_network: bool,
 
     /// Name on the bot's commits [default: upkeep]
@@ -189,7 +190,7 @@ pub struct RunArgs {
     pub max_reviews: Option<u32>,
 
     /// Do not ask the reviewer agent before a pull request is pushed (checks still run).
-    #[arg(long, env = "UPKEEP_NO_REVIEW")]
+    #[arg(long, env = "UPKEEP_NO_REVIEW", value_parser = BoolishValueParser::new())]
     pub no_review: bool,
 
     /// Model the reviewer uses (e.g. a cheaper one) [default: --model]
@@ -197,7 +198,7 @@ pub struct RunArgs {
     pub review_model: Option<String>,
 
     /// Print only errors and the final summary on stderr.
-    #[arg(long, short, env = "UPKEEP_QUIET")]
+    #[arg(long, short, env = "UPKEEP_QUIET", value_parser = BoolishValueParser::new())]
     pub quiet: bool,
 
     /// Work this issue: its title, body and comments (a question's answer too) are the task.

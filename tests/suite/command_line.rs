@@ -233,3 +233,71 @@ fn a_missing_base_branch_is_a_usage_error_that_names_the_default() {
     );
     assert!(out.events_of("model_response").is_empty());
 }
+
+/// Boolean variables take what people write in CI files and shells: `UPKEEP_NO_REVIEW=1` was a
+/// usage error, because only `true` and `false` were accepted.
+#[test]
+fn boolean_variables_accept_one_zero_yes_no_on_off() {
+    use super::support::{Script, finish};
+    let repo = TestRepo::new();
+    let script = Script::new(&[finish("no_tasks")]);
+    for (value, json) in [
+        ("1", true),
+        ("yes", true),
+        ("on", true),
+        ("TRUE", true),
+        ("0", false),
+        ("no", false),
+        ("off", false),
+        ("false", false),
+    ] {
+        let out = Upkeep::new()
+            .env("UPKEEP_JSON", value)
+            .env("UPKEEP_NO_REVIEW", value)
+            .args(["run", "--task", "tidy", "--repo"])
+            .args([repo.path()])
+            .args(["--replay"])
+            .args([script.path()])
+            .run();
+        out.assert_code(0);
+        let first = out.stdout.lines().next().unwrap_or_default();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(first).is_ok(),
+            json,
+            "UPKEEP_JSON={value}: stdout {:?}",
+            out.stdout
+        );
+    }
+}
+
+/// `--repo .` run from a subfolder of a work tree was "not a git repository": a path anywhere
+/// inside a work tree names that work tree, as it does for git itself.
+#[test]
+fn repo_dot_from_a_subfolder_finds_the_top_of_the_work_tree() {
+    let repo = TestRepo::new();
+    let folder = repo
+        .path()
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    for (cwd, spec) in [(repo.path().join("src"), "."), (repo.path().to_path_buf(), "src")] {
+        let out = Upkeep::new()
+            .current_dir(&cwd)
+            .args(["prompt", "--repo", spec, "--task", "Fix the typo"])
+            .run();
+        out.assert_code(0);
+        assert!(
+            out.stdout.contains(&format!("Repository: {folder}\n")),
+            "--repo {spec} from {}: {}{}",
+            cwd.display(),
+            out.stdout,
+            out.stderr
+        );
+        assert!(
+            out.stdout.contains("src/lib.rs"),
+            "the whole tree is listed: {}",
+            out.stdout
+        );
+    }
+}
