@@ -85,8 +85,20 @@ impl RepoSource {
         let canonical = path
             .canonicalize()
             .map_err(|error| ConfigError::key("--repo", format!("{spec}: {error}")))?;
-        let repo = crate::repo::setup::open_repository(&canonical)
-            .map_err(|_| ConfigError::key("--repo", format!("{} is not a git repository", canonical.display())))?;
+        // A path anywhere inside a work tree names that work tree, as it does for git: `--repo .`
+        // from a subfolder is the repository, not an error.
+        let repo = crate::repo::setup::discover_repository(&canonical).map_err(|_| {
+            ConfigError::key(
+                "--repo",
+                format!("{} is not inside a git repository", canonical.display()),
+            )
+        })?;
+        let canonical = match repo.workdir() {
+            Some(top) => top
+                .canonicalize()
+                .map_err(|error| ConfigError::key("--repo", format!("{}: {error}", top.display())))?,
+            None => canonical,
+        };
         if repo
             .head()
             .is_err_and(|error| error.code() == git2::ErrorCode::UnbornBranch)

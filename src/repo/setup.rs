@@ -52,6 +52,13 @@ pub fn open_repository(path: &std::path::Path) -> Result<git2::Repository, Error
     git2::Repository::open(path)
 }
 
+/// Opens the repository that `path` is in: the path itself, or the nearest enclosing work tree
+/// or git directory (git's own discovery), after [`setup`].
+pub fn discover_repository(path: &std::path::Path) -> Result<git2::Repository, Error> {
+    setup()?;
+    git2::Repository::discover(path)
+}
+
 /// Runs `operation` (a libgit2 fetch, clone or push) after [`setup`], with upkeep's transport
 /// governed by `transfer` for the HTTP(S) requests it makes; the transfer is forgotten again
 /// afterwards, even on a panic. Errs only if libgit2 cannot be set up; the operation's own
