@@ -398,7 +398,10 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             } else {
                 "pull request opened"
             };
-            format!("✓ {what}: {title}\n  {url}")
+            match crate::forge::local::review_commands(url) {
+                Some(commands) => format!("✓ {what}: {title}\n{commands}"),
+                None => format!("✓ {what}: {title}\n  {url}"),
+            }
         }
         Event::Question { question, .. } => {
             let body: String = question.lines().map(|l| format!("│ {l}\n")).collect();

@@ -46,6 +46,19 @@ impl LocalForge {
     }
 }
 
+/// The commands that review, merge and close the local pull request at `url` (as
+/// [`LocalForge`] writes it: `file://<repository>#<branch>`), for the person reading the run's
+/// output: a `file://` link opens nothing. `git diff ...branch` shows what the branch adds to the
+/// checked-out branch, which is the base unless `--base` named another.
+pub fn review_commands(url: &str) -> Option<String> {
+    let (path, branch) = url.strip_prefix("file://")?.rsplit_once('#')?;
+    let repository = shlex::try_quote(path).ok()?;
+    let branch = shlex::try_quote(branch).ok()?;
+    Some(format!(
+        "  review: git -C {repository} diff ...{branch}\n  merge:  git -C {repository} merge {branch}\n  close:  git -C {repository} branch -D {branch}"
+    ))
+}
+
 #[async_trait]
 impl Forge for LocalForge {
     fn name(&self) -> &'static str {

@@ -156,3 +156,53 @@ fn a_clone_that_fails_still_reports_that_the_run_started() {
     assert_eq!(out.events_of("run_finished")[0]["outcome"], "error");
     assert_eq!(out.leftover_temp_entries, 0, "the failed clone's directory removed");
 }
+
+/// A local pull request was printed as a `file://…#branch` link, which opens nothing. The
+/// commands printed instead review, merge and close it, and they work as printed.
+#[test]
+fn a_local_pull_request_is_printed_with_commands_that_review_and_merge_it() {
+    let repo = TestRepo::new();
+    let script = Script::new(&pr_replies("NEW.md", "fresh content\n", "Add NEW"));
+    let out = run_local(&repo, &script, &["--task", "t"]);
+    out.assert_code(0);
+    let command = |label: &str| -> String {
+        out.stderr
+            .lines()
+            .find_map(|line| line.trim_start().strip_prefix(label))
+            .map(|rest| rest.trim().to_owned())
+            .unwrap_or_else(|| panic!("no {label:?} line in {}", out.stderr))
+    };
+    let run = |command: &str| {
+        let output = std::process::Command::new("sh")
+            .args(["-c", command])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .output()
+            .expect("sh runs");
+        assert!(
+            output.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    assert!(
+        run(&command("review:")).contains("+fresh content"),
+        "the review shows the change"
+    );
+    run(&command("merge:"));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("NEW.md")).expect("merged into the checked-out branch"),
+        "fresh content\n"
+    );
+    run(&command("close:"));
+    assert!(
+        repo.bot_branches().is_empty(),
+        "the branch is gone: {:?}",
+        repo.bot_branches()
+    );
+}
