@@ -158,7 +158,12 @@ impl Limits {
             return Ok(Some(Held {
                 by: HeldBy::PrLimit,
                 message: format!(
-                    "pr_limit reached: {open} bot pull requests are open (limit {limit}); nothing new is opened until some are merged or closed"
+                    "pr_limit reached: {open} bot pull requests are open (limit {limit}); nothing new is opened until some are merged or closed{}",
+                    if forge.name() == "local" {
+                        " (a local pull request is a branch upkeep/...: merge it, or close it with `git branch -D upkeep/<name>` in the repository)"
+                    } else {
+                        ""
+                    }
                 ),
             }));
         }

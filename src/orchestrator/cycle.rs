@@ -9,6 +9,7 @@ use crate::config::{ConfigError, Mode, RepoSettings};
 use crate::conversation::CycleWork;
 use crate::events::{Event, Scope};
 use crate::fleet::dashboard::DashboardPlan;
+use crate::fleet::limits::Held;
 use crate::forge::Forge;
 use crate::llm::{Provider, pricing};
 use crate::repo::{WorkTree, Workspace};
@@ -39,8 +40,11 @@ impl Runner<'_> {
     ) -> Result<RunEnd, RunError> {
         let config = self.config;
         // Outside the operator's schedule nothing is cloned either.
-        if let Some(held) = self.outside_operator_schedule() {
-            return Ok(self.held(held));
+        if let Some(end) = self
+            .outside_operator_schedule()
+            .and_then(|held| self.hold_or_pass(held))
+        {
+            return Ok(end);
         }
         let (workspace, settings, reusable) = match self.conversation.first.take() {
             Some(first) => first,
@@ -138,7 +142,25 @@ impl Runner<'_> {
             .map_err(|error| {
                 RunError::Failure(anyhow::Error::new(error).context("checking pr_limit and pr_hourly_limit"))
             })?;
-        Ok(held.map(|held| self.held(held)))
+        Ok(held.and_then(|held| self.hold_or_pass(held)))
+    }
+
+    /// Limits hold back the work the bot picks itself (DESIGN section 13). An explicit request —
+    /// `--task`, `--issue`, `--pr` or the event that named them — is the operator's own and runs,
+    /// with a note that the limit was passed over.
+    fn hold_or_pass(&self, held: Held) -> Option<RunEnd> {
+        let config = self.config;
+        let request = match (&config.task, config.issue, config.pull_request) {
+            (Some(_), _, _) => "the task given is".to_owned(),
+            (None, Some(issue), _) => format!("issue #{issue} was asked for, which is"),
+            (None, None, Some(number)) => format!("pull request #{number} was asked for, which is"),
+            (None, None, None) => return Some(self.held(held)),
+        };
+        self.events.say(&format!(
+            "note: {}; passed over because {request} an explicit request",
+            held.message
+        ));
+        None
     }
 
     /// The agent's turns on the clone, until `finish`, a question, a budget or an error. Work a

@@ -205,3 +205,42 @@ async fn outside_the_operators_schedule_a_fleet_clones_nothing() {
         hub.git.requests()
     );
 }
+
+/// `pr_limit` stopped an explicit `--task` and exited 0 without a word about the request: limits
+/// hold back the work the bot picks itself, while the operator's own request runs, with a note.
+/// The same repository without `--task` (the bot picks from TODO.md) is still held, and the
+/// message says how a local pull request is closed.
+#[test]
+fn an_explicit_task_passes_over_pr_limit_and_picked_work_does_not() {
+    let repo = TestRepo::with_files(&[
+        ("README.md", "hi\n"),
+        ("TODO.md", "- [ ] add NEW.md\n"),
+        (".upkeep.toml", "pr_limit = 1\n"),
+    ]);
+    repo.git(&["branch", "upkeep/earlier-work"]);
+    repo.git(&["checkout", "-q", "upkeep/earlier-work"]);
+    repo.write("EARLIER.md", "earlier\n");
+    repo.commit("earlier bot work");
+    repo.git(&["checkout", "-q", "-"]);
+
+    let picked = run_local(&repo, &Script::new(&[propose("NEW.md")]), &[]);
+    picked.assert_code(0);
+    let held = held_before_any_work(&picked, "pr_limit");
+    assert!(
+        held["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("git branch -D upkeep/")),
+        "says how to close a local pull request: {held}"
+    );
+
+    let asked = run_local(&repo, &Script::new(&[propose("NEW.md")]), &["--task", "add NEW.md"]);
+    asked.assert_code(0);
+    assert!(asked.events_of("limit_reached").is_empty(), "{}", asked.stdout);
+    assert_eq!(asked.events_of("pull_request").len(), 1, "{}", asked.stderr);
+    assert!(
+        asked.stderr.contains("pr_limit reached") && asked.stderr.contains("passed over"),
+        "notes the limit it passed over: {}",
+        asked.stderr
+    );
+    assert_eq!(repo.bot_branches(), ["upkeep/add-new-md", "upkeep/earlier-work"]);
+}
