@@ -160,7 +160,7 @@ fn uncommitted_changes_and_an_untracked_task_file_are_warned_about() {
     let out = super::support::run_local(&repo, &script, &["--max-cycles", "3"]);
     out.assert_code(0);
     assert!(
-        out.stderr.contains("1 file(s) with uncommitted changes"),
+        out.stderr.contains("1 other file(s) with uncommitted changes"),
         "{}",
         out.stderr
     );
@@ -299,5 +299,28 @@ fn repo_dot_from_a_subfolder_finds_the_top_of_the_work_tree() {
             "the whole tree is listed: {}",
             out.stdout
         );
+    }
+}
+
+/// An uncommitted `.upkeep.toml` — exactly what `upkeep init` leaves — was silently ignored,
+/// and an edited AGENTS.md only counted among "files with uncommitted changes". Each file that
+/// steers a run and differs from HEAD is now named, also inside an untracked folder.
+#[test]
+fn each_steering_file_that_differs_from_head_is_named() {
+    let repo = TestRepo::with_files(&[("README.md", "hi\n"), ("AGENTS.md", "Be brief.\n")]);
+    repo.write(".upkeep.toml", "label = \"bot\"\n");
+    repo.write("AGENTS.md", "Be thorough.\n");
+    repo.write(".github/copilot-instructions.md", "Use tabs.\n");
+    repo.write("README.md", "changed\n");
+    let script = super::support::Script::new(&[super::support::finish("no_tasks")]);
+    let out = super::support::run_local(&repo, &script, &[]);
+    out.assert_code(0);
+    for line in [
+        ".upkeep.toml is not committed: upkeep works from the committed HEAD",
+        "AGENTS.md has uncommitted changes: upkeep works from the committed HEAD",
+        ".github/copilot-instructions.md is not committed: upkeep works from the committed HEAD",
+        "1 other file(s) with uncommitted changes",
+    ] {
+        assert!(out.stderr.contains(line), "{line:?} in {}", out.stderr);
     }
 }
