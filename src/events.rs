@@ -33,6 +33,14 @@ pub enum Event {
         /// The repository's agent instructions file the system prompt carries (`AGENTS.md`...),
         /// as read for the first cycle; empty when there is none.
         instructions_files: Vec<String>,
+        /// The branch pull requests target, as the first cycle's clone found it (`null` when the
+        /// run ended before cloning: a pending question, a schedule).
+        base: Option<String>,
+        /// Why that branch: `flag` (`--base` or `UPKEEP_BASE`), `operator_config`,
+        /// `repository_config` (`.upkeep.toml`), `pull_request` (a review follow-up works on its
+        /// pull request's base), `checked_out` (a local repository's checked-out branch) or
+        /// `remote_default` (the remote's default branch).
+        base_from: Option<&'static str>,
     },
     CycleStarted {
         base: String,
@@ -343,6 +351,18 @@ fn under_agent(agent: Option<&str>, text: &str) -> String {
         .join("\n")
 }
 
+/// Why the base is what it is, in words, from `run_started.base_from`.
+fn describe_base_origin(from: &str) -> &'static str {
+    match from {
+        "flag" => "--base",
+        "operator_config" => "base in --config",
+        "repository_config" => "base in the repository's .upkeep.toml",
+        "pull_request" => "the base of the pull request being followed up",
+        "checked_out" => "the branch checked out in the repository; --base picks another",
+        _ => "the remote's default branch; --base picks another",
+    }
+}
+
 fn render_human(scope: Scope, event: &Event) -> Option<String> {
     let turn = scope.turn.map(|t| format!("[turn {t}] ")).unwrap_or_default();
     Some(match event {
@@ -353,14 +373,20 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             model,
             dangerous_tools,
             sandbox,
+            base,
+            base_from,
             ..
         } => format!(
-            "upkeep: {repo} ({mode} mode, {provider}/{model}{})",
+            "upkeep: {repo} ({mode} mode, {provider}/{model}{}){}",
             match (dangerous_tools, sandbox) {
                 (true, Some(sandbox)) => format!(", dangerous tools ON, sandbox: {}", sandbox.summary()),
                 (true, None) => ", dangerous tools ON".to_owned(),
                 (false, Some(sandbox)) => format!(", command tools ON, sandbox: {}", sandbox.summary()),
                 (false, None) => String::new(),
+            },
+            match (base, base_from) {
+                (Some(base), Some(from)) => format!("\n  base: {base} ({})", describe_base_origin(from)),
+                _ => String::new(),
             }
         ),
         Event::CycleStarted { base, declared_tools } => {

@@ -81,6 +81,25 @@ impl Runner<'_> {
         }
     }
 
+    /// Why the first cycle's clone is on the base it is on, for `run_started.base_from`: the
+    /// same order [`Self::prepare`] chooses in.
+    pub(super) fn base_origin(&self, workspace: &Workspace, settings: &RepoSettings) -> &'static str {
+        let config = self.config;
+        if self.conversation.pull_request_base.is_some() {
+            "pull_request"
+        } else if config.overrides.base.is_some() {
+            "flag"
+        } else if config.operator.base.is_some() {
+            "operator_config"
+        } else if settings.base.as_deref() == Some(workspace.base_branch()) {
+            "repository_config"
+        } else if matches!(config.source, RepoSource::Local(_)) {
+            "checked_out"
+        } else {
+            "remote_default"
+        }
+    }
+
     /// The repository's `.upkeep.toml`, read through the gate (a symlink out of the clone, a
     /// FIFO or an oversized file is refused like a broken file), combined with the operator's.
     pub(super) fn repo_settings(&self, workspace: &Workspace, cycle: u32) -> Result<RepoSettings, RunError> {

@@ -193,6 +193,13 @@ impl Runner<'_> {
             .and_then(|tree| crate::instructions::read(&tree, &|_| {}))
             .map(|found| vec![found.file])
             .unwrap_or_default();
+        let (base, base_from) = match first.as_ref().and_then(|first| first.as_ref().ok()) {
+            Some((workspace, settings, _)) => (
+                Some(workspace.base_branch().to_owned()),
+                Some(self.base_origin(workspace, settings)),
+            ),
+            None => (None, None),
+        };
         self.events.emit(
             Scope::default(),
             Event::RunStarted {
@@ -206,6 +213,8 @@ impl Runner<'_> {
                     .map(|plan| crate::exec::SandboxReport::new(&plan, &config.commands.limits)),
                 declared_tools: crate::briefing::exposed_declared_tools(config, &config.operator.tools),
                 instructions_files,
+                base,
+                base_from,
             },
         );
         if let Some(pending) = pending {

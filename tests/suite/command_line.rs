@@ -324,3 +324,32 @@ fn each_steering_file_that_differs_from_head_is_named() {
         assert!(out.stderr.contains(line), "{line:?} in {}", out.stderr);
     }
 }
+
+/// With a feature branch checked out, pull requests targeted it without a word. The base stays
+/// the checked-out branch (DESIGN section 4), and the first lines and `run_started` say which
+/// branch and why; `--base` picks another and says so.
+#[test]
+fn the_base_and_why_are_said_before_any_work() {
+    let repo = TestRepo::new();
+    let default = repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]);
+    repo.git(&["checkout", "-q", "-b", "feature"]);
+    let script = super::support::Script::new(&[super::support::finish("no_tasks")]);
+    let out = super::support::run_local(&repo, &script, &["--task", "t"]);
+    out.assert_code(0);
+    let started = &out.events_of("run_started")[0];
+    assert_eq!(started["base"], "feature", "{started}");
+    assert_eq!(started["base_from"], "checked_out", "{started}");
+    assert!(
+        out.stderr
+            .contains("base: feature (the branch checked out in the repository; --base picks another)"),
+        "{}",
+        out.stderr
+    );
+
+    let script = super::support::Script::new(&[super::support::finish("no_tasks")]);
+    let out = super::support::run_local(&repo, &script, &["--task", "t", "--base", &default]);
+    out.assert_code(0);
+    let started = &out.events_of("run_started")[0];
+    assert_eq!(started["base"], default.as_str(), "{started}");
+    assert_eq!(started["base_from"], "flag", "{started}");
+}
