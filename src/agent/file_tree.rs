@@ -2,8 +2,9 @@
 //!
 //! A small repository is listed whole. A repository whose list does not fit gets a breadth-first
 //! summary instead of an alphabetical prefix (which would hide whole directories the model then
-//! never hears of): every top-level directory is named with its file count, the top level's
-//! files are listed, and deeper directories are opened level by level while the budget allows.
+//! never hears of): every top-level directory comes first with its file count (and keeps it when
+//! it is opened), then the top level's files, then deeper directories opened level by level while
+//! the budget allows.
 //! Names are escaped (see [`crate::text::escape_control`]), so a file name cannot add a line or
 //! a section to the prompt. The walk goes through the repository gate (`repo::walk`).
 
@@ -52,6 +53,15 @@ pub struct FileTree {
     pub total: usize,
 }
 
+/// Whether the top-level folder `name` was opened: some listed line lies inside it.
+fn opened_top(lines: &BTreeMap<String, String>, name: &str) -> bool {
+    let inside = format!("{name}/");
+    lines
+        .range(inside.clone()..)
+        .next()
+        .is_some_and(|(key, _)| key.starts_with(&inside))
+}
+
 fn joined(prefix: &[String], name: &str) -> String {
     let mut path = prefix.join("/");
     if !path.is_empty() {
@@ -98,15 +108,14 @@ impl FileTree {
             *used += line.len() + 1;
             lines.insert(key, line);
         };
-        // Every top-level folder is named, whatever the budget.
-        for (name, folder) in &root.folders {
-            add(
-                &mut lines,
-                &mut used,
-                format!("{name}/"),
-                summary_line(&[], name, folder),
-            );
-        }
+        // Every top-level folder is named with its count, whatever the budget, and stays named
+        // when it is opened below: these lines come first in a summarised tree.
+        let heads: Vec<String> = root
+            .folders
+            .iter()
+            .map(|(name, folder)| summary_line(&[], name, folder))
+            .collect();
+        used += heads.iter().map(|line| line.len() + 1).sum::<usize>();
         let mut left_out = 0;
         for (index, file) in root.files.iter().enumerate() {
             if used + file.len() + 1 > budget {
@@ -136,11 +145,15 @@ impl FileTree {
                 )
                 .collect();
             let cost: usize = opened.iter().map(|(_, line)| line.len() + 1).sum();
-            if used - (summary.len() + 1) + cost > budget {
+            // A deeper folder's summary line gives way to its contents; a top-level one stays.
+            let freed = if path.len() > 1 { summary.len() + 1 } else { 0 };
+            if used - freed + cost > budget {
                 continue;
             }
-            lines.remove(&format!("{}/", path.join("/")));
-            used -= summary.len() + 1;
+            if path.len() > 1 {
+                lines.remove(&format!("{}/", path.join("/")));
+                used -= freed;
+            }
             for (key, line) in opened {
                 add(&mut lines, &mut used, key, line);
             }
@@ -150,17 +163,23 @@ impl FileTree {
                 deeper
             }));
         }
-        let text_keys_summarised = lines.keys().any(|key| key.ends_with('/'));
-        let mut text = lines.into_values().collect::<Vec<_>>().join("\n");
+        // Summary lines are the only keys that end with `/` (an escaped name holds no `/`); a
+        // top-level folder left unopened counts too.
+        let unopened_top = root.folders.iter().any(|(name, _)| !opened_top(&lines, name));
+        let summarised = left_out > 0 || unopened_top || lines.keys().any(|key| key.ends_with('/'));
+        let listing = lines.into_values();
+        let mut text = if summarised {
+            heads.into_iter().chain(listing).collect::<Vec<_>>().join("\n")
+        } else {
+            listing.collect::<Vec<_>>().join("\n")
+        };
         if left_out > 0 {
             let _ = write!(text, "\n[… {left_out} more files at the top level]");
         }
-        // Summary lines are the only keys that end with `/` (an escaped name holds no `/`).
-        let summarised = left_out > 0 || text_keys_summarised;
         if summarised {
             let _ = write!(
                 text,
-                "\n[the repository has {total} files; a line `dir/ [N files]` stands for a folder not listed here: use list_files on it]"
+                "\n[the repository has {total} files: every top-level folder comes first with its file count, then what fitted; a line `dir/ [N files]` stands for a folder whose files are not listed here: use list_files on it]"
             );
         }
         Self { text, total }
@@ -210,6 +229,40 @@ mod tests {
         assert!(text.contains("aaa/ [3000 files]"), "{text}");
         assert!(text.contains("zzz/deep/er/f9.rs"), "small folders are opened: {text}");
         assert!(text.contains("Cargo.toml"));
+        assert!(text.len() <= 1024, "{}", text.len());
+    }
+
+    /// A repository shaped like a large documentation collection: many top-level folders, each
+    /// with second-level folders. Opening the first top-level folders replaced their count lines
+    /// with their subfolders, so the model saw no count for them; every top-level folder now
+    /// comes first with its count, and deeper levels follow as the budget allows.
+    #[test]
+    fn every_top_level_folder_keeps_its_count_first_when_deeper_levels_open() {
+        let mut paths = Vec::new();
+        for language in ["pages", "pages.de", "pages.fr", "pages.ja", "pages.zh"] {
+            for platform in ["common", "linux", "osx", "windows"] {
+                paths.extend((0..400).map(|n| format!("{language}/{platform}/page{n:03}.md")));
+            }
+        }
+        paths.extend(["README.md".to_owned(), "scripts/build.py".to_owned()]);
+        let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let tree = FileTree::layout(&folder(&refs), 1024);
+        let text = tree.render();
+        let lines: Vec<&str> = text.lines().collect();
+        let expected_first = [
+            "pages/ [1600 files]",
+            "pages.de/ [1600 files]",
+            "pages.fr/ [1600 files]",
+            "pages.ja/ [1600 files]",
+            "pages.zh/ [1600 files]",
+            "scripts/ [1 files]",
+        ];
+        assert_eq!(lines.get(..expected_first.len()), Some(&expected_first[..]), "{text}");
+        assert!(
+            text.contains("pages/common/ [400 files]"),
+            "deeper levels follow: {text}"
+        );
+        assert!(text.contains("README.md"), "{text}");
         assert!(text.len() <= 1024, "{}", text.len());
     }
 }
