@@ -178,6 +178,15 @@ fn provider_settings(args: &RunArgs, purpose: Purpose) -> Result<ProviderSetting
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::key("--base-url", format!("{url:?} is not an http(s) URL")));
         }
+        if kind == ProviderKind::Openai && args.model.as_deref().is_none_or(|model| model.trim().is_empty()) {
+            // A compatible server is rarely OpenAI's own: sending OpenAI's default name, and
+            // fitting requests into that model's million-token window, fails on a small server.
+            tracing::warn!(
+                "--base-url without --model: upkeep sends the model name {} and assumes a {}-token context window; name the server's model with --model (and its window with --context-window)",
+                kind.default_model(),
+                crate::llm::window::UNKNOWN_MODEL_WINDOW
+            );
+        }
     }
     Ok(ProviderSettings {
         kind,
@@ -390,8 +399,10 @@ fn context_window(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> 
         .map(str::trim)
         .filter(|model| !model.is_empty())
         .unwrap_or_else(|| kind.default_model());
+    let unnamed_compatible_server = kind == ProviderKind::Openai && args.base_url.is_some() && args.model.is_none();
     args.context_window
         .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window))
+        .or(unnamed_compatible_server.then_some(crate::llm::window::UNKNOWN_MODEL_WINDOW))
 }
 
 /// Who upkeep's commits are by: `--author-name`/`--author-email`, or the bot's defaults.

@@ -286,3 +286,25 @@ async fn a_refusal_is_reported_as_such() {
     );
     assert_eq!(out.leftover_temp_entries, 0);
 }
+
+/// With `--base-url` and no `--model`, upkeep sent OpenAI's default name to a compatible server
+/// without a word and fitted requests into that model's million-token window, which a small
+/// local server overflows. It now says which name it sends, and assumes the conservative window
+/// of an unknown model.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_base_url_without_a_model_is_warned_about_and_gets_a_conservative_window() {
+    let repo = TestRepo::new();
+    let server = model_server(vec![finish("no_tasks")]).await;
+    let out = openai_run(&repo, &server, &["--task", "t"]).run_async().await;
+    out.assert_code(0);
+    assert!(
+        out.stderr
+            .contains("--base-url without --model: upkeep sends the model name gpt-4.1"),
+        "{}",
+        out.stderr
+    );
+    let context = &out.events_of("context")[0];
+    assert_eq!(context["window"], 32_768, "{context}");
+    let requests = server.received_requests().await.expect("recorded");
+    assert_eq!(bodies(&requests)[0]["model"], "gpt-4.1");
+}
