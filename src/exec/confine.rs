@@ -20,7 +20,9 @@
 //!    sets are cleared, and checked to be empty (the supervisor already cleared them once, right
 //!    after making the namespaces, when it still had the capabilities that clearing the
 //!    bounding set needs);
-//! 4. in a PID namespace this process is its init (PID 1): it starts the program, reaps every
+//! 4. where the plan says so (no network namespace), the seccomp filter that refuses every
+//!    socket but a UNIX one (`seccomp`), after `no_new_privs`, which the kernel requires for it;
+//! 5. in a PID namespace this process is its init (PID 1): it starts the program, reaps every
 //!    orphan, reports the program's status to the supervisor, and exits with it, which makes
 //!    the kernel kill whatever else is left in the namespace. Otherwise it replaces itself with
 //!    the program (`exec`).
@@ -108,7 +110,7 @@ pub fn run(invocation: &Invocation) -> ExitCode {
     }
     let rules = LandlockRules {
         writable: (plan.filesystem == Filesystem::Landlock).then(|| policy.writable.clone()),
-        deny_tcp: plan.network == Network::LandlockTcp,
+        deny_tcp: matches!(plan.network, Network::LandlockTcp | Network::SeccompAndLandlockTcp),
     };
     if let Err(message) = restrict_current_thread(&rules) {
         return fail(
@@ -124,6 +126,15 @@ pub fn run(invocation: &Invocation) -> ExitCode {
     }
     if let Err(error) = nix::sys::prctl::set_no_new_privs() {
         return fail(EXIT_CANNOT_RUN, &format!("cannot set no_new_privs: {error}"));
+    }
+    // Last, since it binds this stage too: nothing here needs a socket from now on.
+    if matches!(plan.network, Network::Seccomp | Network::SeccompAndLandlockTcp) {
+        if let Err(message) = super::seccomp::refuse_network() {
+            return fail(
+                EXIT_CANNOT_RUN,
+                &format!("refusing to run the command with network access: {message}"),
+            );
+        }
     }
     if init {
         return run_as_init(&invocation.program, &invocation.args);

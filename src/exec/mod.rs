@@ -7,8 +7,9 @@
 //! - [`runner`]: starts a command, caps and returns its output, stops it at the timeout;
 //! - [`mod@env`]: the allowlisted environment (no credentials);
 //! - [`trampoline`] (called as [`invocation`] says): the OS sandbox every command runs in. On
-//!   Linux (`sys_linux.rs`, with `namespaces`, `confine`, `cgroup`, `reaper`): no network (a
-//!   network namespace, else Landlock's TCP rules), writes only in the work tree and the scratch
+//!   Linux (`sys_linux.rs`, with `namespaces`, `confine`, `cgroup`, `reaper`, `seccomp`): no
+//!   network (a network namespace, else a seccomp filter on sockets with Landlock's TCP rules
+//!   as a second layer), writes only in the work tree and the scratch
 //!   directory (Landlock), no capabilities, resource limits, and no process left behind (a PID
 //!   namespace, else a subreaper supervisor). Elsewhere (`sys_other.rs`, macOS): resource
 //!   limits and the process group's cleanup only;
@@ -41,6 +42,8 @@ pub mod confine;
 pub mod namespaces;
 #[cfg(target_os = "linux")]
 pub mod reaper;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
 
 /// The system's side of the sandbox: the same functions for Linux (`sys_linux.rs`) and for
 /// every other system (`sys_other.rs`), so that nothing else in `exec` needs a `#[cfg]`.

@@ -65,8 +65,13 @@ pub enum Network {
     Allowed,
     /// A network namespace with only its own loopback interface.
     Namespace,
-    /// Landlock denies TCP bind and connect (Linux 6.7+). UDP (and so DNS) stays open, and the
-    /// project's own loopback TCP is denied too.
+    /// No namespace could be made: a seccomp filter refuses every socket but a UNIX one (so
+    /// TCP, UDP and DNS, raw and packet sockets), loopback included. See `seccomp`.
+    Seccomp,
+    /// The seccomp filter, and Landlock's TCP rules as a second layer (Linux 6.7+).
+    SeccompAndLandlockTcp,
+    /// Landlock denies TCP bind and connect (Linux 6.7+), and nothing else could be had: UDP
+    /// (and so DNS) stays open, and the project's own loopback TCP is denied too.
     LandlockTcp,
     /// Nothing can isolate commands from the network here.
     None,
@@ -117,6 +122,9 @@ pub struct Probe {
     pub can_clear_bounding_set: bool,
     /// A pids cgroup can be made (only looked for as root).
     pub pids_cgroup: bool,
+    /// The kernel takes the seccomp network filter (see `seccomp`).
+    #[serde(default)]
+    pub seccomp: bool,
 }
 
 impl Probe {
@@ -131,6 +139,7 @@ impl Probe {
             root: false,
             can_clear_bounding_set: false,
             pids_cgroup: false,
+            seccomp: false,
         }
     }
 }
@@ -151,9 +160,10 @@ pub struct SandboxPlan {
 }
 
 impl SandboxPlan {
-    /// The strongest sandbox `probe` allows. A network namespace is preferred over Landlock's
-    /// TCP rules: it also covers UDP and DNS, and it keeps a project's own loopback tests
-    /// working, which Landlock's rules would break. On [`Kernel::Other`] nothing of Linux's is
+    /// The strongest sandbox `probe` allows. A network namespace is preferred: it covers every
+    /// protocol and keeps a project's own loopback tests working. Without one, a seccomp filter
+    /// refuses every socket but a UNIX one (loopback too), with Landlock's TCP rules as a second
+    /// layer where the kernel has them; Landlock's TCP rules alone leave UDP and DNS open. On [`Kernel::Other`] nothing of Linux's is
     /// planned, whatever the probe says.
     pub fn decide(probe: &Probe, allow_network: bool) -> Self {
         if probe.kernel == Kernel::Other {
@@ -172,6 +182,10 @@ impl SandboxPlan {
                 Network::Allowed
             } else if has_namespaces {
                 Network::Namespace
+            } else if probe.seccomp && probe.landlock_tcp {
+                Network::SeccompAndLandlockTcp
+            } else if probe.seccomp {
+                Network::Seccomp
             } else if probe.landlock_tcp {
                 Network::LandlockTcp
             } else {
@@ -231,9 +245,8 @@ impl SandboxPlan {
             missing.push("filesystem confinement (Landlock, Linux 5.13+ with Landlock enabled)");
         }
         if self.network == Network::None {
-            missing.push(
-                "network isolation (user or network namespaces, or Landlock ABI 4, Linux 6.7+; or pass --allow-network)",
-            );
+            missing
+                .push("network isolation (user or network namespaces, or a seccomp filter; or pass --allow-network)");
         }
         (!missing.is_empty()).then(|| missing.join(" and "))
     }

@@ -10,6 +10,7 @@ fn probe() -> Probe {
         root: false,
         can_clear_bounding_set: false,
         pids_cgroup: false,
+        seccomp: true,
     }
 }
 
@@ -23,8 +24,10 @@ fn a_namespace_is_preferred_over_landlock_tcp_rules() {
     assert_eq!(plan.missing_requirements(), None);
 }
 
+/// A GitHub-hosted runner: no user namespace. UDP and DNS stayed open under Landlock's TCP
+/// rules alone; a seccomp filter now refuses internet sockets, with the TCP rules behind it.
 #[test]
-fn without_namespaces_landlock_tcp_rules_and_a_subreaper_apply() {
+fn without_namespaces_a_seccomp_filter_and_landlock_tcp_rules_and_a_subreaper_apply() {
     let plan = SandboxPlan::decide(
         &Probe {
             namespaces: Namespaces::None,
@@ -32,7 +35,20 @@ fn without_namespaces_landlock_tcp_rules_and_a_subreaper_apply() {
         },
         false,
     );
-    assert_eq!(plan.network, Network::LandlockTcp);
+    assert_eq!(plan.network, Network::SeccompAndLandlockTcp);
+    assert_eq!(plan.missing_requirements(), None);
+    let older_kernel = Probe {
+        namespaces: Namespaces::None,
+        landlock_tcp: false,
+        ..probe()
+    };
+    assert_eq!(SandboxPlan::decide(&older_kernel, false).network, Network::Seccomp);
+    let no_seccomp = Probe {
+        namespaces: Namespaces::None,
+        seccomp: false,
+        ..probe()
+    };
+    assert_eq!(SandboxPlan::decide(&no_seccomp, false).network, Network::LandlockTcp);
     assert_eq!(plan.cleanup, Cleanup::Subreaper);
     assert_eq!(plan.capabilities, Capabilities::BoundingSetKept);
     assert_eq!(plan.process_limit, ProcessLimit::RlimitPerUser);

@@ -82,8 +82,10 @@ pub fn probe_stage() -> ExitCode {
         can_clear_bounding_set: caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP)
             .unwrap_or(false),
         pids_cgroup: root && super::cgroup::available(),
-        // Last: it moves this process into new namespaces.
+        // Next to last: it moves this process into new namespaces.
         namespaces: namespaces::probe(),
+        // Last: it applies the filter to this process.
+        seccomp: super::seccomp::available(),
     };
     match serde_json::to_string(&probe) {
         Ok(json) if writeln!(io::stdout(), "{json}").is_ok() => ExitCode::SUCCESS,

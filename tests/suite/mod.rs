@@ -25,6 +25,7 @@ mod review;
 // Linux's sandbox, tried from outside (through /proc among others); other systems' side is
 // covered by unit tests in src/exec (plan_tests, sys_other_tests).
 #[cfg(target_os = "linux")]
+mod restricted_machines;
 mod sandbox;
 mod secrets;
 mod streaming;

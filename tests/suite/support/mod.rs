@@ -173,8 +173,32 @@ pub struct Upkeep {
 
 impl Upkeep {
     pub fn new() -> Self {
+        Self::with_command(Command::new(assert_cmd::cargo::cargo_bin!("upkeep")))
+    }
+
+    /// upkeep started through `examples/restricted_machine.rs` with `restrictions` (`--user
+    /// UID`, `--no-user-namespaces`, `--no-landlock`): the kernel refuses what such a machine
+    /// refuses. With `--user`, the test's directories belong to that user.
+    pub fn on_restricted_machine(restrictions: &[&str]) -> Self {
+        let examples = std::env::current_exe()
+            .ok()
+            .and_then(|test| Some(test.parent()?.parent()?.join("examples/restricted_machine")))
+            .filter(|path| path.is_file())
+            .expect("examples/restricted_machine is built by `cargo test`");
+        let mut command = Command::new(examples);
+        command
+            .args(restrictions)
+            .arg("--")
+            .arg(assert_cmd::cargo::cargo_bin!("upkeep"));
+        let upkeep = Self::with_command(command);
+        if let Some(uid) = user_of(restrictions) {
+            give_to(upkeep.tmp.path(), uid);
+        }
+        upkeep
+    }
+
+    fn with_command(mut command: Command) -> Self {
         let tmp = tempfile::tempdir().expect("tempdir");
-        let mut command = Command::new(assert_cmd::cargo::cargo_bin!("upkeep"));
         command.env_clear();
         for name in ["PATH", "LANG", "USER"] {
             if let Ok(value) = std::env::var(name) {
@@ -367,4 +391,21 @@ pub fn landlock_available() -> bool {
 #[cfg(not(target_os = "linux"))]
 pub fn landlock_available() -> bool {
     false
+}
+
+/// The `--user UID` of a restricted machine's restrictions.
+pub fn user_of(restrictions: &[&str]) -> Option<u32> {
+    let at = restrictions.iter().position(|arg| *arg == "--user")?;
+    restrictions.get(at + 1)?.parse().ok()
+}
+
+/// Hands `dir` and everything in it to user and group `uid`, for a test that runs upkeep as
+/// that user.
+pub fn give_to(dir: &Path, uid: u32) {
+    std::os::unix::fs::lchown(dir, Some(uid), Some(uid)).expect("chown");
+    if dir.is_dir() && !dir.is_symlink() {
+        for entry in std::fs::read_dir(dir).expect("read_dir") {
+            give_to(&entry.expect("entry").path(), uid);
+        }
+    }
 }
