@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
 
-pub use crate::kinds::{ForgeKind, ProviderKind};
+pub use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 
 #[derive(Debug, Parser)]
 #[command(name = "upkeep", version, about = "An autonomous maintenance bot for git repositories", long_about = None)]
@@ -86,6 +86,11 @@ pub struct RunArgs {
     /// The model's context window in tokens; every request is fitted into it [default: per model]
     #[arg(long, env = "UPKEEP_CONTEXT_WINDOW", value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1024..))]
     pub context_window: Option<u64>,
+
+    /// How the reply's shape is asked of the server: auto steps down from a JSON schema to
+    /// json_object to plain instructions, once per refusal [default: auto]
+    #[arg(long, env = "UPKEEP_STRUCTURED_OUTPUT", value_enum, value_name = "FORM")]
+    pub structured_output: Option<StructuredOutputMode>,
 
     /// Benchmark knob: send every tool result whole in every request (no masking), to measure
     /// what the history policy saves. Not for real runs.

@@ -37,6 +37,23 @@ impl ProviderKind {
     }
 }
 
+/// `--structured-output`: how the reply's shape is asked of the model's server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum StructuredOutputMode {
+    // The strongest form the server takes: a JSON schema, stepping down once per refusal.
+    #[default]
+    Auto,
+    // Always the API's JSON schema form.
+    JsonSchema,
+    // Always `response_format: json_object` with the schema (OpenAI-compatible servers such as
+    // llama.cpp's Python server); other APIs ask by instruction.
+    JsonObject,
+    // No schema: the shape is asked for in the prompt and read by the lenient parser.
+    Off,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ForgeKind {
     Github,

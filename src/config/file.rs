@@ -73,6 +73,8 @@ pub struct FileConfig {
 pub struct ModelConfig {
     /// The model's context window in tokens (what `--context-window` sets).
     pub context_window: Option<u64>,
+    /// How the reply's shape is asked of this model's server (what `--structured-output` sets).
+    pub structured_output: Option<crate::kinds::StructuredOutputMode>,
 }
 
 /// A declared command tool: a fixed program plus argument templates, never a shell string.

@@ -82,6 +82,8 @@ pub struct ProviderSettings {
     /// The context window given by `--context-window` or the operator's `[models]`; `None`
     /// means the built-in table's (see [`crate::llm::window`]).
     pub context_window: Option<u64>,
+    /// `--structured-output`, else the operator's `[models."name"] structured_output`.
+    pub structured_output: crate::kinds::StructuredOutputMode,
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -92,6 +94,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "set"))
             .field("context_window", &self.context_window)
+            .field("structured_output", &self.structured_output)
             .finish()
     }
 }

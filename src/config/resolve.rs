@@ -23,7 +23,7 @@ use super::{
 use crate::agents::settings::AgentSettings;
 use crate::cli::RunArgs;
 use crate::exec::CommandSettings;
-use crate::kinds::{ForgeKind, ProviderKind};
+use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 use crate::repo::Identity;
 
 /// What the settings are resolved for: a run needs credentials, printing the prompt does not.
@@ -65,6 +65,7 @@ impl Config {
         check_pull_request(args, forge)?;
         let trigger_phrase = trigger_phrase(args, &operator)?;
         provider.context_window = context_window(args, &operator, provider.kind);
+        provider.structured_output = structured_output(args, &operator, provider.kind);
         let agents = AgentSettings::resolve(args, &operator.agents, &operator.checks, &operator.tools)?;
         Ok(Config {
             source,
@@ -196,6 +197,7 @@ fn provider_settings(args: &RunArgs, purpose: Purpose) -> Result<ProviderSetting
         replay: args.replay.clone(),
         request_timeout: Duration::from_secs(args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS)),
         context_window: None,
+        structured_output: args.structured_output.unwrap_or_default(),
     })
 }
 
@@ -403,6 +405,24 @@ fn context_window(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> 
     args.context_window
         .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window))
         .or(unnamed_compatible_server.then_some(crate::llm::window::UNKNOWN_MODEL_WINDOW))
+}
+
+/// `--structured-output`, else the operator's `[models."name"] structured_output`, else auto.
+fn structured_output(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> StructuredOutputMode {
+    let model_name = args
+        .model
+        .as_deref()
+        .map(str::trim)
+        .filter(|model| !model.is_empty())
+        .unwrap_or_else(|| kind.default_model());
+    args.structured_output
+        .or_else(|| {
+            operator
+                .models
+                .get(model_name)
+                .and_then(|model| model.structured_output)
+        })
+        .unwrap_or_default()
 }
 
 /// Who upkeep's commits are by: `--author-name`/`--author-email`, or the bot's defaults.

@@ -44,6 +44,7 @@ pub struct RunOverrides {
     pub allow_tool: Option<Vec<String>>,
     pub require_sandbox: Option<bool>,
     pub allow_network: Option<bool>,
+    pub structured_output: Option<crate::kinds::StructuredOutputMode>,
 }
 
 /// `--forge` as written in a file.
@@ -127,6 +128,7 @@ impl RunOverrides {
         set(&mut args.allow_tool, &self.allow_tool);
         set(&mut args.require_sandbox, &self.require_sandbox);
         set(&mut args.allow_network, &self.allow_network);
+        set_some(&mut args.structured_output, &self.structured_output);
         Ok(())
     }
 }

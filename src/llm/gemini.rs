@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::http::{Endpoint, secret_header};
 use super::openai::{model, versioned_base_url};
-use super::schema::{self, StructuredOutput};
+use super::schema::{self, ReplyForm, StructuredOutput};
 use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
 use crate::config::{ConfigError, ProviderSettings};
@@ -66,7 +66,7 @@ impl Gemini {
         Ok(Self {
             endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model,
-            structured: StructuredOutput::default(),
+            structured: StructuredOutput::new(settings.structured_output, schema::SCHEMA_OR_INSTRUCTION),
         })
     }
 
@@ -124,9 +124,9 @@ impl Provider for Gemini {
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
         self.structured
-            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
+            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |form| {
                 let request = &request;
-                async move { self.exchange(request, structured).await }
+                async move { self.exchange(request, form == ReplyForm::JsonSchema).await }
             })
             .await
     }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::http::Endpoint;
 use super::openai::{base_url, model};
-use super::schema::{self, StructuredOutput};
+use super::schema::{self, ReplyForm, StructuredOutput};
 use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
 use crate::config::{ConfigError, ProviderSettings};
@@ -44,7 +44,7 @@ impl Ollama {
                 .context_window
                 .unwrap_or_else(|| super::window::default_window(&model)),
             model,
-            structured: StructuredOutput::default(),
+            structured: StructuredOutput::new(settings.structured_output, schema::SCHEMA_OR_INSTRUCTION),
         })
     }
 
@@ -100,9 +100,9 @@ impl Provider for Ollama {
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
         self.structured
-            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
+            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |form| {
                 let request = &request;
-                async move { self.exchange(request, structured).await }
+                async move { self.exchange(request, form == ReplyForm::JsonSchema).await }
             })
             .await
     }

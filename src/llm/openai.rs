@@ -5,9 +5,11 @@
 //! carries the usage, cached tokens included). Requests carry a `prompt_cache_key` per cycle so
 //! that OpenAI routes a cycle's requests, which share their prefix, to the same prompt cache.
 //! The reply shape is enforced with strict structured output (`response_format` of type
-//! `json_schema`). Local servers often do not implement it and answer 400; the provider then
-//! asks for JSON in plain text for the rest of the run (the agent's lenient parser reads it),
-//! because a bot that stops on a missing optional feature helps nobody. The same goes for a
+//! `json_schema`). Local servers often do not implement it and refuse it (a 400, or a 500 from
+//! servers whose validation fails on it); the provider then steps down to `json_object` with the
+//! schema, then to JSON asked for in plain text (the agent's lenient parser reads it), once per
+//! refusal and for the rest of the run, because a bot that stops on a missing optional feature
+//! helps nobody. `--structured-output` picks a form by hand. The same goes for a
 //! server that refuses the caching and streaming options by name. A key is sent only when one
 //! is set: local servers need none.
 
@@ -18,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::http::{Endpoint, secret_header};
-use super::schema::{self, StructuredOutput};
+use super::schema::{self, ReplyForm, StructuredOutput};
 use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
 use crate::config::{ConfigError, ProviderSettings};
@@ -46,12 +48,12 @@ impl OpenAi {
         Ok(Self {
             endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model: model(settings, DEFAULT_MODEL),
-            structured: StructuredOutput::default(),
+            structured: StructuredOutput::new(settings.structured_output, schema::CHAT_COMPLETIONS_FORMS),
             options: AtomicBool::new(true),
         })
     }
 
-    fn body(&self, request: &CompletionRequest<'_>, structured: bool) -> Value {
+    fn body(&self, request: &CompletionRequest<'_>, form: ReplyForm) -> Value {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.system.is_empty() {
             messages.push(json!({"role": "system", "content": request.system}));
@@ -70,21 +72,29 @@ impl OpenAi {
                 body["prompt_cache_key"] = json!(key);
             }
         }
-        if structured {
-            body["response_format"] = json!({
-                "type": "json_schema",
-                "json_schema": {
-                    "name": "upkeep_reply",
-                    "strict": true,
-                    "schema": schema::openai_strict(request.reply_schema),
-                },
-            });
+        match form {
+            ReplyForm::JsonSchema => {
+                body["response_format"] = json!({
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "upkeep_reply",
+                        "strict": true,
+                        "schema": schema::openai_strict(request.reply_schema),
+                    },
+                });
+            }
+            // The schema rides along: servers that take it (llama.cpp's Python server) enforce
+            // it with a grammar; others ignore the extra field and still return JSON.
+            ReplyForm::JsonObject => {
+                body["response_format"] = json!({"type": "json_object", "schema": request.reply_schema});
+            }
+            ReplyForm::Instruction => {}
         }
         body
     }
 
-    async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
-        let body = self.body(request, structured);
+    async fn exchange(&self, request: &CompletionRequest<'_>, form: ReplyForm) -> Result<Completion, ProviderError> {
+        let body = self.body(request, form);
         stream::exchange(
             &self.endpoint,
             &body,
@@ -100,8 +110,8 @@ impl OpenAi {
     }
 
     /// One attempt; a server that refuses the optional fields by name is asked again without.
-    async fn attempt(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
-        match self.exchange(request, structured).await {
+    async fn attempt(&self, request: &CompletionRequest<'_>, form: ReplyForm) -> Result<Completion, ProviderError> {
+        match self.exchange(request, form).await {
             Err(ProviderError::Http { status, message, .. })
                 if (status == 400 || status == 422)
                     && self.options.load(Ordering::Relaxed)
@@ -114,7 +124,7 @@ impl OpenAi {
                         "the server refused prompt_cache_key/stream_options; sending neither for the rest of the run"
                     );
                 }
-                self.exchange(request, structured).await
+                self.exchange(request, form).await
             }
             other => other,
         }
@@ -133,9 +143,9 @@ impl Provider for OpenAi {
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
         self.structured
-            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |structured| {
+            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |form| {
                 let request = &request;
-                async move { self.attempt(request, structured).await }
+                async move { self.attempt(request, form).await }
             })
             .await
     }

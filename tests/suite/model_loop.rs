@@ -308,3 +308,83 @@ async fn a_base_url_without_a_model_is_warned_about_and_gets_a_conservative_wind
     let requests = server.received_requests().await.expect("recorded");
     assert_eq!(bodies(&requests)[0]["model"], "gpt-4.1");
 }
+
+/// A server that validates `response_format` and knows only `text` and `json_object` answers a
+/// JSON schema with HTTP 500 (as llama.cpp's Python server does). The fallback fired only on a
+/// 400, so upkeep retried the 500 five times and exited 1 before the model said a word. Now
+/// the refusal, recognised from the body, costs one request: upkeep steps down to
+/// `json_object` with the schema, says so once, and keeps that form for the rest of the run.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_refusing_json_schema_with_a_500_costs_one_request() {
+    let repo = TestRepo::new();
+    let server = MockServer::start().await;
+    let refusal = json!({"error": {
+        "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\"}]",
+        "type": "internal_server_error",
+        "param": null,
+        "code": null,
+    }});
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .and(wiremock::matchers::body_partial_json(
+            json!({"response_format": {"type": "json_schema"}}),
+        ))
+        .respond_with(ResponseTemplate::new(500).set_body_json(refusal))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    let replies = [
+        reply("look", &[("read_file", json!({"path": "README.md"}))]),
+        finish("no_tasks"),
+    ];
+    for (index, content) in replies.iter().enumerate() {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(chat_completion(content))
+            .up_to_n_times(1)
+            .with_priority(u8::try_from(index + 2).expect("few replies"))
+            .mount(&server)
+            .await;
+    }
+    let out = openai_run(&repo, &server, &["--task", "t", "--model", "smollm2"])
+        .run_async()
+        .await;
+    out.assert_code(0);
+    let requests = server.received_requests().await.expect("recorded");
+    let forms: Vec<Value> = bodies(&requests)
+        .iter()
+        .map(|body| body["response_format"]["type"].clone())
+        .collect();
+    assert_eq!(
+        forms,
+        ["json_schema", "json_object", "json_object"],
+        "one refused request, then kept"
+    );
+    let body = &bodies(&requests)[1];
+    assert_eq!(
+        body["response_format"]["schema"]["required"],
+        json!(["plan", "tool_calls"]),
+        "json_object carries the schema: {body}"
+    );
+    assert_eq!(
+        out.stderr.matches("the server refused a JSON schema").count(),
+        1,
+        "said once: {}",
+        out.stderr
+    );
+}
+
+/// `--structured-output off` sends no schema at all; `json_object` starts there.
+#[tokio::test(flavor = "multi_thread")]
+async fn structured_output_can_be_chosen_by_hand() {
+    for (choice, expected) in [("off", Value::Null), ("json_object", json!("json_object"))] {
+        let repo = TestRepo::new();
+        let server = model_server(vec![finish("no_tasks")]).await;
+        openai_run(&repo, &server, &["--task", "t", "--structured-output", choice])
+            .run_async()
+            .await
+            .assert_code(0);
+        let requests = server.received_requests().await.expect("recorded");
+        assert_eq!(bodies(&requests)[0]["response_format"]["type"], expected, "{choice}");
+    }
+}

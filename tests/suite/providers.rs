@@ -102,6 +102,7 @@ fn settings(kind: ProviderKind, base_url: String, key: Option<&str>) -> Provider
         replay: None,
         request_timeout: Duration::from_secs(10),
         context_window: None,
+        structured_output: Default::default(),
     }
 }
 

@@ -143,6 +143,7 @@ fn settings(kind: ProviderKind, base_url: String, timeout: Duration) -> Provider
         replay: None,
         request_timeout: timeout,
         context_window: None,
+        structured_output: Default::default(),
     }
 }
 

@@ -215,7 +215,7 @@ async fn openai_malformed_body_is_malformed_response() {
 }
 
 #[tokio::test]
-async fn openai_falls_back_to_plain_json_when_the_server_refuses_structured_output() {
+async fn openai_steps_down_to_json_object_when_the_server_refuses_json_schema() {
     // What vLLM/llama.cpp-style servers without structured output answer.
     let server = MockServer::start().await;
     let refusal = openai_error(
@@ -244,9 +244,14 @@ async fn openai_falls_back_to_plain_json_when_the_server_refuses_structured_outp
         body(&sent[0]).get("response_format").is_some(),
         "first try asks for the schema"
     );
-    assert!(body(&sent[1]).get("response_format").is_none(), "the retry drops it");
-    assert!(
-        body(&sent[2]).get("response_format").is_none(),
+    assert_eq!(
+        body(&sent[1])["response_format"]["type"],
+        "json_object",
+        "the retry steps down one form"
+    );
+    assert_eq!(
+        body(&sent[2])["response_format"]["type"],
+        "json_object",
         "and so does every later call"
     );
     assert_eq!(
