@@ -78,6 +78,9 @@ pub struct CommentJson {
     pub author_association: Option<String>,
     #[serde(default)]
     pub created_at: Option<String>,
+    /// Moves when the comment is edited.
+    #[serde(default)]
+    pub updated_at: Option<String>,
     #[serde(default)]
     pub body: Option<String>,
     #[serde(default)]

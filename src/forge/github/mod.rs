@@ -129,6 +129,12 @@ impl GitHubForge {
             .as_deref()
     }
 
+    /// The bot's account as this forge judges authors, for readers of events that must know it
+    /// before anything else (`None`: it could not be told, and nobody is taken for the bot).
+    pub(crate) async fn account(&self) -> Option<String> {
+        self.bot_login().await.map(str::to_owned)
+    }
+
     fn repo(&self) -> String {
         format!("{}/{}", self.owner, self.name)
     }
@@ -311,19 +317,25 @@ fn issue_comment(comment: CommentJson, bot: Option<&str>) -> IssueComment {
     let login = comment.user.map(|user| user.login).unwrap_or_default();
     let role = Role::of(&login, comment.author_association.as_deref(), bot);
     let created_at = timestamp(comment.created_at.as_deref());
+    // An edit moves `updated_at`; an unedited comment has it equal to `created_at`.
+    let edited_at = timestamp(comment.updated_at.as_deref()).filter(|edited| Some(*edited) != created_at);
     if let Some(question) = own_question(&body).filter(|_| role == Role::Bot) {
         return IssueComment {
+            id: comment.id,
             author: OWN_QUESTION_AUTHOR.to_owned(),
             body: crate::text::marked(crate::text::prefix_bytes(question, MAX_COMMENT_BYTES), " […]"),
             role,
             created_at,
+            edited_at,
         };
     }
     IssueComment {
+        id: comment.id,
         author: if login.is_empty() { "(unknown)".into() } else { login },
         body: crate::text::marked(crate::text::prefix_bytes(&body, MAX_COMMENT_BYTES), " […]"),
         role,
         created_at,
+        edited_at,
     }
 }
 
@@ -358,6 +370,7 @@ mod tests {
             html_url: String::new(),
             author_association: Some("NONE".into()),
             created_at: None,
+            updated_at: None,
             body: Some(body.to_owned()),
             user: Some(UserJson { login: login.into() }),
         };
