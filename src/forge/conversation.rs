@@ -73,16 +73,44 @@ pub struct ReviewThread {
     pub comments: Vec<Comment>,
 }
 
+/// Hidden in the bot's summary comment on a pull request, listing the review threads it
+/// answered: `<!-- upkeep:answered 12,15 -->`.
+pub const ANSWERED_MARKER: &str = "<!-- upkeep:answered";
+
+/// The marker that says a summary comment answered `threads`.
+pub fn answered_marker(threads: &[u64]) -> String {
+    let ids: Vec<String> = threads.iter().map(u64::to_string).collect();
+    format!("{ANSWERED_MARKER} {} -->", ids.join(","))
+}
+
+/// The threads a comment's [`ANSWERED_MARKER`] lists (the caller checks who wrote it).
+pub fn answered_threads(body: &str) -> Vec<u64> {
+    body.match_indices(ANSWERED_MARKER)
+        .filter_map(|(at, _)| {
+            let rest = &body[at + ANSWERED_MARKER.len()..];
+            rest.split_once("-->").map(|(ids, _)| ids)
+        })
+        .flat_map(|ids| ids.split([',', ' ']).filter_map(|id| id.trim().parse().ok()))
+        .collect()
+}
+
 impl ReviewThread {
     /// Whether the thread waits for the bot: a maintainer wrote in it, and the bot has not
     /// answered since. (GitHub's REST API does not say whether a thread was resolved; the bot's
     /// reply as the last word is what marks it settled.)
     pub fn waits_for_bot(&self) -> bool {
+        self.waits_for_bot_after(None)
+    }
+
+    /// [`ReviewThread::waits_for_bot`], with `summarised` the time of the bot's latest summary
+    /// comment that answered this thread: a maintainer comment before it is answered too.
+    pub fn waits_for_bot_after(&self, summarised: Option<Timestamp>) -> bool {
         let last_bot = self.comments.iter().rposition(|c| c.role == Role::Bot);
-        self.comments
-            .iter()
-            .enumerate()
-            .any(|(i, c)| c.role == Role::Maintainer && last_bot.is_none_or(|bot| i > bot))
+        self.comments.iter().enumerate().any(|(i, c)| {
+            c.role == Role::Maintainer
+                && last_bot.is_none_or(|bot| i > bot)
+                && !matches!((summarised, c.created_at), (Some(summary), Some(at)) if at < summary)
+        })
     }
 }
 
@@ -139,7 +167,7 @@ impl PullRequestFeedback {
             threads: self
                 .threads
                 .iter()
-                .filter(|t| t.waits_for_bot())
+                .filter(|t| t.waits_for_bot_after(self.summarised(t.id)))
                 .map(|t| ReviewThread {
                     comments: t.comments.iter().filter(|c| c.role != Role::Other).cloned().collect(),
                     ..t.clone()
@@ -153,6 +181,16 @@ impl PullRequestFeedback {
                 .collect(),
             last_push: self.last_push,
         }
+    }
+
+    /// When the bot's latest summary comment that lists `thread` in its [`ANSWERED_MARKER`] was
+    /// written. Only the bot's own comments count: anyone can paste the marker.
+    fn summarised(&self, thread: u64) -> Option<Timestamp> {
+        self.conversation
+            .iter()
+            .filter(|c| c.role == Role::Bot && answered_threads(&c.body).contains(&thread))
+            .filter_map(|c| c.created_at)
+            .max()
     }
 
     /// Whether anything waits (call on [`PullRequestFeedback::unaddressed`]'s result).
@@ -256,6 +294,57 @@ mod tests {
             ])
             .waits_for_bot()
         );
+    }
+
+    /// A summary comment settles the threads its marker lists, only when the bot wrote it, and
+    /// only for what was said before it.
+    #[test]
+    fn a_bots_summary_settles_the_threads_it_lists() {
+        let at = |t: &str| Some(t.parse::<Timestamp>().expect("time"));
+        let said = |id: u64, role: Role, body: &str, when: &str| Comment {
+            id,
+            author: format!("user{id}"),
+            role,
+            body: body.into(),
+            created_at: at(when),
+        };
+        let thread = ReviewThread {
+            id: 7,
+            path: "a".into(),
+            line: Some(1),
+            diff_hunk: String::new(),
+            comments: vec![said(7, Role::Maintainer, "fix", "2024-01-01T00:00:00Z")],
+        };
+        let feedback = |conversation: Vec<Comment>, thread: ReviewThread| PullRequestFeedback {
+            pull_request: PullRequestInfo {
+                number: 3,
+                title: String::new(),
+                url: String::new(),
+                author: String::new(),
+                opened_by_bot: true,
+                branch: String::new(),
+                same_repository: true,
+                head_sha: String::new(),
+                base: String::new(),
+                state: "open".into(),
+                merged: false,
+            },
+            reviews: Vec::new(),
+            threads: vec![thread],
+            conversation,
+            last_push: None,
+        };
+        let summary = format!("done\n{}", answered_marker(&[5, 7]));
+        assert_eq!(answered_threads(&summary), [5, 7]);
+        let bot = said(20, Role::Bot, &summary, "2024-01-02T00:00:00Z");
+        assert!(feedback(vec![bot.clone()], thread.clone()).unaddressed().is_empty());
+        let forged = said(21, Role::Other, &summary, "2024-01-02T00:00:00Z");
+        assert!(!feedback(vec![forged], thread.clone()).unaddressed().is_empty());
+        let mut again = thread.clone();
+        again
+            .comments
+            .push(said(30, Role::Maintainer, "not yet", "2024-01-03T00:00:00Z"));
+        assert!(!feedback(vec![bot], again).unaddressed().is_empty());
     }
 
     #[test]
