@@ -83,15 +83,16 @@ pub fn answered_marker(threads: &[u64]) -> String {
     format!("{ANSWERED_MARKER} {} -->", ids.join(","))
 }
 
-/// The threads a comment's [`ANSWERED_MARKER`] lists (the caller checks who wrote it).
+/// The threads a comment's [`ANSWERED_MARKER`] lists (the caller checks who wrote it). Only a
+/// marker on the comment's first line counts: that is where upkeep writes it, and the rest of a
+/// summary is the model's text, which must not settle threads by quoting a marker.
 pub fn answered_threads(body: &str) -> Vec<u64> {
-    body.match_indices(ANSWERED_MARKER)
-        .filter_map(|(at, _)| {
-            let rest = &body[at + ANSWERED_MARKER.len()..];
-            rest.split_once("-->").map(|(ids, _)| ids)
-        })
-        .flat_map(|ids| ids.split([',', ' ']).filter_map(|id| id.trim().parse().ok()))
-        .collect()
+    let first = body.trim_start().lines().next().unwrap_or_default();
+    first
+        .strip_prefix(ANSWERED_MARKER)
+        .and_then(|rest| rest.split_once("-->"))
+        .map(|(ids, _)| ids.split([',', ' ']).filter_map(|id| id.trim().parse().ok()).collect())
+        .unwrap_or_default()
 }
 
 impl ReviewThread {
@@ -334,8 +335,10 @@ mod tests {
             conversation,
             last_push: None,
         };
-        let summary = format!("done\n{}", answered_marker(&[5, 7]));
+        let summary = format!("{}\ndone", answered_marker(&[5, 7]));
         assert_eq!(answered_threads(&summary), [5, 7]);
+        // A marker quoted further down (the model's text) settles nothing.
+        assert!(answered_threads(&format!("done\n{}", answered_marker(&[7]))).is_empty());
         let bot = said(20, Role::Bot, &summary, "2024-01-02T00:00:00Z");
         assert!(feedback(vec![bot.clone()], thread.clone()).unaddressed().is_empty());
         let forged = said(21, Role::Other, &summary, "2024-01-02T00:00:00Z");
