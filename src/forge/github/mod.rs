@@ -42,8 +42,12 @@ const QUESTION_FOOTER: &str = "<sub>Answer in a comment on this issue; upkeep re
 const PER_PAGE: u64 = 100;
 /// Labelled issues offered to the model at most; more would crowd the prompt.
 const MAX_TASK_ISSUES: usize = 50;
-/// The most recent comments shown per issue: enough for a question and its answer, bounded.
+/// The most recent comments by maintainers and the bot kept per issue: enough for a question and
+/// its answer, bounded.
 const MAX_COMMENTS: usize = 10;
+/// The most recent outsiders' comments kept per issue, counted apart so that outsiders cannot
+/// push the bot's question or a maintainer's answer out of sight by commenting often.
+const MAX_OUTSIDER_COMMENTS: usize = 5;
 /// Bytes of one comment kept for the prompt.
 const MAX_COMMENT_BYTES: usize = 4000;
 
@@ -184,14 +188,13 @@ impl GitHubForge {
             earlier.append(&mut comments);
             comments = earlier;
         }
-        let skip = comments.len().saturating_sub(MAX_COMMENTS);
         let bot = self.bot_login().await;
-        Ok(comments
+        let comments: Vec<IssueComment> = comments
             .into_iter()
-            .skip(skip)
             .filter_map(|value| serde_json::from_value::<CommentJson>(value).ok())
             .map(|comment| issue_comment(comment, bot))
-            .collect())
+            .collect();
+        Ok(newest_by_role(comments))
     }
 
     /// A task issue from its JSON, with its recent comments.
@@ -339,6 +342,32 @@ fn issue_comment(comment: CommentJson, bot: Option<&str>) -> IssueComment {
     }
 }
 
+/// The newest [`MAX_COMMENTS`] comments by maintainers and the bot and the newest
+/// [`MAX_OUTSIDER_COMMENTS`] by anyone else, oldest first.
+fn newest_by_role(comments: Vec<IssueComment>) -> Vec<IssueComment> {
+    let (mut trusted, mut outsiders) = (0, 0);
+    let mut kept: Vec<IssueComment> = comments
+        .into_iter()
+        .rev()
+        .filter(|comment| {
+            let count = if comment.role == Role::Other {
+                &mut outsiders
+            } else {
+                &mut trusted
+            };
+            *count += 1;
+            *count
+                <= if comment.role == Role::Other {
+                    MAX_OUTSIDER_COMMENTS
+                } else {
+                    MAX_COMMENTS
+                }
+        })
+        .collect();
+    kept.reverse();
+    kept
+}
+
 /// The comment that carries a question: marker (hidden), heading and footer for the human.
 fn question_comment(question: &str) -> String {
     format!(
@@ -388,6 +417,21 @@ mod tests {
             issue_comment(by("github-actions[bot]", &body), None).author,
             "github-actions[bot]"
         );
+    }
+
+    #[test]
+    fn outsiders_cannot_push_the_maintainers_comments_out_of_the_window() {
+        let comment = |n: usize, role: Role| IssueComment {
+            id: n as u64,
+            role,
+            ..IssueComment::new(format!("u{n}"), "b")
+        };
+        let mut comments: Vec<IssueComment> = (0..12).map(|n| comment(n, Role::Maintainer)).collect();
+        comments.extend((12..40).map(|n| comment(n, Role::Other)));
+        let kept = newest_by_role(comments);
+        let ids: Vec<u64> = kept.iter().map(|c| c.id).collect();
+        let expected: Vec<u64> = (2..12).chain(35..40).collect();
+        assert_eq!(ids, expected);
     }
 
     #[test]

@@ -328,3 +328,30 @@ async fn threads_answered_by_a_summary_comment_are_settled() {
     assert!(!model_was_called(&server).await, "followed up again: {}", out.stdout);
     hub.assert_conformant();
 }
+
+/// Only the issue's ten most recent comments were read, so an outsider who posted ten comments
+/// after the bot's question pushed it out of sight: the maintainer's answer then found no
+/// question waiting, and the prompt lost the exchange.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_outsiders_flood_of_comments_does_not_push_the_question_out_of_sight() {
+    let hub = FakeGitHub::start(BOT).await;
+    hub.add_issue(rename_issue());
+    hub.add_issue_comment(7, BOT, "NONE", QUESTION, "2024-02-01T00:00:00Z");
+    for n in 0..12 {
+        hub.add_issue_comment(7, "mallory", "NONE", &format!("spam {n}"), "2024-02-02T00:00:00Z");
+    }
+    let answer = hub.add_issue_comment(7, "alice", "OWNER", "Yes, for one release.", "2024-02-03T00:00:00Z");
+    let payload = comment_payload(&hub, 7, answer, rename_issue());
+    let server = model(&[finish("no_tasks")]).await;
+    let out = on_event(&hub, &server, "issue_comment", &payload, &[]).await;
+    out.assert_code(0);
+    assert!(
+        model_was_called(&server).await,
+        "the answer was ignored: {}",
+        out.stderr
+    );
+    let (_, message) = first_prompt(&server).await;
+    assert!(message.contains("upkeep (you) asked:"), "{message}");
+    assert!(message.contains("comment by alice (maintainer):"), "{message}");
+    hub.assert_conformant();
+}
