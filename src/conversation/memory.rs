@@ -73,6 +73,8 @@ mod tests {
         TaskIssue {
             number,
             title: "t".into(),
+            author: "alice".into(),
+            role: Role::Maintainer,
             body: String::new(),
             comments,
             updated_at: at(updated),

@@ -99,13 +99,22 @@ pub fn issue_exchange(comments: &[IssueComment]) -> String {
     text
 }
 
+/// An issue's body with who opened it: the body is their text, with their role.
+pub fn issue_body(issue: &TaskIssue) -> String {
+    format!(
+        "Opened by {}:\n{}",
+        speaker(&issue.author, issue.role),
+        block(&format!("issue #{}", issue.number), &issue.body)
+    )
+}
+
 /// The task of `--issue N` (or an event naming the issue).
 pub fn issue_task(issue: &TaskIssue, continued: Option<&ContinuedPullRequest>) -> String {
     let mut text = format!(
         "# Your task: issue #{}: {}\n\n{}\n",
         issue.number,
         one_line(&issue.title),
-        block(&format!("issue #{}", issue.number), &issue.body)
+        issue_body(issue)
     );
     text.push_str(&issue_exchange(&issue.comments));
     if issue.pending_question().is_some() {

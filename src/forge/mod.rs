@@ -126,6 +126,9 @@ impl IssueComment {
 pub struct TaskIssue {
     pub number: u64,
     pub title: String,
+    /// Who opened the issue, and their role: the body is their text.
+    pub author: String,
+    pub role: Role,
     pub body: String,
     pub comments: Vec<IssueComment>,
     /// When the issue last changed (an edit, a comment by anyone, a label).

@@ -66,6 +66,11 @@ pub struct IssueJson {
     pub pull_request: Option<Value>,
     #[serde(default)]
     pub updated_at: Option<String>,
+    /// Who opened it; `null` for a deleted account.
+    #[serde(default)]
+    pub user: Option<UserJson>,
+    #[serde(default)]
+    pub author_association: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -200,9 +200,13 @@ impl GitHubForge {
     /// A task issue from its JSON, with its recent comments.
     async fn task_issue(&self, issue: IssueJson) -> Result<TaskIssue, ForgeError> {
         let comments = self.recent_comments(issue.number, issue.comments).await?;
+        let author = issue.user.map(|user| user.login).unwrap_or_default();
+        let role = Role::of(&author, issue.author_association.as_deref(), self.bot_login().await);
         Ok(TaskIssue {
             number: issue.number,
             title: issue.title,
+            author: if author.is_empty() { "(unknown)".into() } else { author },
+            role,
             body: issue.body.unwrap_or_default(),
             comments,
             updated_at: timestamp(issue.updated_at.as_deref()),
