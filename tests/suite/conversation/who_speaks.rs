@@ -391,3 +391,92 @@ async fn an_issue_opened_by_an_outsider_reaches_the_model_as_an_outsiders() {
     assert!(backlog.contains("Opened by mallory (outsider"), "{backlog}");
     hub.assert_conformant();
 }
+
+/// With a GitHub App's token `GET /user` is refused, so the action passes the app's login. Logins
+/// compare without regard to case: the app's question, spelled `my-app[bot]` by GitHub, is its
+/// own under `My-App[bot]`, a maintainer's answer resumes it, and the app's own comment events
+/// start nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_an_app_token_the_operators_bot_login_tells_the_apps_own_comments() {
+    const APP: &str = "my-app[bot]";
+    let hub = FakeGitHub::start(APP).await;
+    hub.as_app_token();
+    hub.add_issue(rename_issue());
+    let question = hub.add_issue_comment(7, APP, "NONE", QUESTION, "2024-02-01T00:00:00Z");
+    let answer = hub.add_issue_comment(7, "alice", "MEMBER", "Yes, for one release.", "2024-02-02T00:00:00Z");
+    let login = [("UPKEEP_BOT_LOGIN", "My-App[bot]")];
+
+    let server = model(&[finish("no_tasks")]).await;
+    let out = on_event(
+        &hub,
+        &server,
+        "issue_comment",
+        &comment_payload(&hub, 7, answer, rename_issue()),
+        &login,
+    )
+    .await;
+    out.assert_code(0);
+    let (_, message) = first_prompt(&server).await;
+    assert!(
+        message.contains("upkeep (you) asked:\n```comment\nKeep the old name as an alias?"),
+        "{message}"
+    );
+
+    let server = model(&[finish("no_tasks")]).await;
+    let out = on_event(
+        &hub,
+        &server,
+        "issue_comment",
+        &comment_payload(&hub, 7, question, rename_issue()),
+        &login,
+    )
+    .await;
+    out.assert_code(0);
+    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    hub.assert_conformant();
+}
+
+/// The bot's replies in review threads are `pull_request_review_comment` events too; with a
+/// collaborator's token each one started another follow-up of the same pull request.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_bots_own_thread_reply_starts_no_follow_up() {
+    let hub = FakeGitHub::start(BOT).await;
+    push_commit(&hub, "upkeep/7-greeting", "GREETING.md", "hello\n", BOT_EMAIL);
+    hub.add_pull(3, "upkeep/7-greeting", "Add a greeting", BOT, None);
+    let alices = ReviewComment {
+        pull: 3,
+        review: None,
+        login: "alice",
+        association: "COLLABORATOR",
+        path: "GREETING.md",
+        line: 1,
+        hunk: "@@ -0,0 +1 @@\n+hello",
+        body: "Say hello, world.",
+        in_reply_to: None,
+    };
+    let thread = hub.add_review_comment(&alices);
+    // A later maintainer thread still waits, so a follow-up would call the model.
+    hub.add_review_comment(&ReviewComment {
+        body: "And a period.",
+        ..alices
+    });
+    let reply = hub.add_review_comment(&ReviewComment {
+        login: BOT,
+        body: "Done, @upkeep style.",
+        in_reply_to: Some(thread),
+        ..alices
+    });
+    let payload = json!({
+        "action": "created",
+        "comment": hub.review_comments(3).into_iter().find(|c| c["id"] == reply).expect("reply"),
+        "pull_request": hub.pulls().into_iter().find(|p| p["number"] == 3).expect("pull"),
+        "repository": repository(),
+        "sender": user(BOT),
+    });
+    let server = model(&[finish("no_tasks")]).await;
+    let out = on_event(&hub, &server, "pull_request_review_comment", &payload, &[]).await;
+    out.assert_code(0);
+    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    assert!(out.stderr.contains("upkeep's own"), "{}", out.stderr);
+    hub.assert_conformant();
+}
