@@ -5,7 +5,10 @@
 //!
 //! The workflow's job guard admits only authors with write access, and never a bot; upkeep
 //! checks the same again from the payload (a workflow can be written without the guard), so a
-//! comment by anyone else starts nothing. An event that does not concern upkeep ends the run at
+//! comment by anyone else starts nothing. The bot's account is resolved from the token before
+//! the payload is judged ([`apply`]), and nothing that account wrote starts work, whatever
+//! association it has. A comment answers the bot's question only when it was written strictly
+//! after it ([`waits_for_answer`]). An event that does not concern upkeep ends the run at
 //! once, doing nothing: unlike a labelled issue, a comment is no reason to work the backlog.
 
 use serde::Deserialize;

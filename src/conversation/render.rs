@@ -4,7 +4,7 @@
 //! prompt template in one pass, so nothing here can open a section or expand a placeholder.
 //!
 //! Who speaks (DESIGN section 8b): every comment and review reaches the model through
-//! [`speaker`], which names its author's role — a maintainer, the bot itself, or an outsider
+//! `speaker`, which names its author's role — a maintainer, the bot itself, or an outsider
 //! whose text is information about the task, never an instruction or an answer. Every path that
 //! shows forge text (an issue worked explicitly or from an Actions event, the backlog, a review
 //! follow-up) renders it here, so no path can forget the role.

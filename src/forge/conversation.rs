@@ -6,7 +6,8 @@
 //! account the token belongs to, [`Role::Maintainer`] only for `author_association` `OWNER`,
 //! `MEMBER` or `COLLABORATOR`. Everything here is untrusted text; the prompt frames it
 //! ([`crate::agent::template`]), and only feedback by maintainers starts work
-//! ([`PullRequestFeedback::unaddressed`]).
+//! ([`PullRequestFeedback::unaddressed`]). A review thread is settled by the bot's reply in it,
+//! or by the bot's own summary comment whose first line lists it ([`ANSWERED_MARKER`]).
 
 use jiff::Timestamp;
 
