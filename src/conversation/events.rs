@@ -249,15 +249,13 @@ pub async fn apply(config: &mut Config, event_name: &str, payload: &str) -> Resu
         .map_err(|error| ConfigError(error.to_string()))?;
     // Who the bot is, before the event is judged: the token's account (`GET /user`), or the
     // login the operator gave for an App token.
-    let bot = forge.account().await;
-    let event = read_feedback_event(
-        event_name,
-        payload,
-        &config.source,
-        &config.trigger_phrase,
-        bot.as_deref(),
-    )
-    .map_err(ConfigError)?;
+    let Some(bot) = forge.account().await else {
+        return Ok(Some(format!(
+            "cannot tell which account upkeep's token belongs to (GET /user failed), so the `{event_name}` event is not judged and starts nothing; set UPKEEP_BOT_LOGIN (the action's bot-login input)"
+        )));
+    };
+    let event = read_feedback_event(event_name, payload, &config.source, &config.trigger_phrase, Some(&bot))
+        .map_err(ConfigError)?;
     match event {
         FeedbackEvent::Ignored(why) => Ok(Some(why)),
         FeedbackEvent::PullRequest(number) => {

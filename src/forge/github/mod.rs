@@ -105,6 +105,7 @@ impl GitHubForge {
 
     /// The bot's account: the login `GET /user` answers for the token. An Actions
     /// `GITHUB_TOKEN` cannot call it (403); its comments are written by `github-actions[bot]`.
+    /// Any other failure leaves the account unknown.
     /// When neither applies, no comment is taken for the bot's own (a spoofed marker must never
     /// pass for a question the bot asked).
     async fn bot_login(&self) -> Option<&str> {
@@ -117,8 +118,10 @@ impl GitHubForge {
                         .map(|user| user.login)
                         .filter(|login| !login.is_empty()),
                     Err(error) => {
+                        // Only a refusal (403) says the token is Actions' own, which cannot ask;
+                        // any other failure says nothing about whose token it is.
                         let in_actions = std::env::var("GITHUB_ACTIONS").ok().as_deref() == Some("true");
-                        if in_actions {
+                        if in_actions && matches!(error, ForgeError::Refused(_)) {
                             Some(ACTIONS_BOT_LOGIN.to_owned())
                         } else {
                             tracing::warn!(

@@ -480,3 +480,47 @@ async fn the_bots_own_thread_reply_starts_no_follow_up() {
     assert!(out.stderr.contains("upkeep's own"), "{}", out.stderr);
     hub.assert_conformant();
 }
+
+/// In Actions any failure of `GET /user` used to mean "the token is Actions' own", so with a
+/// collaborator's token and a failing `GET /user` the bot's own comment was judged as a
+/// maintainer's and started a follow-up. Only a refusal (403) means that now; otherwise the bot
+/// is unknown and the event starts nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_event_is_not_judged_when_github_cannot_say_whose_token_it_is() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+
+    let hub = FakeGitHub::start(BOT).await;
+    // A server error in front of the stand-in's own answer (which GitHub's description would
+    // not let it give).
+    Mock::given(method("GET"))
+        .and(path("/user"))
+        .respond_with(ResponseTemplate::new(502))
+        .with_priority(1)
+        .mount(&hub.api)
+        .await;
+    push_commit(&hub, "upkeep/7-greeting", "GREETING.md", "hello\n", BOT_EMAIL);
+    hub.add_pull(3, "upkeep/7-greeting", "Add a greeting", BOT, None);
+    let comment = hub.add_issue_comment(
+        3,
+        BOT,
+        "COLLABORATOR",
+        "pushed, as @upkeep was asked",
+        "2030-01-01T00:00:00Z",
+    );
+    let mut issue = issue_json(3, "Add a greeting", "", &[], "2030-01-01T00:00:00Z");
+    issue["pull_request"] = json!({"url": "https://api.github.com/repos/owner/name/pulls/3",
+        "html_url": "https://github.com/owner/name/pull/3", "diff_url": null, "patch_url": null});
+    let server = model(&[finish("no_tasks")]).await;
+    let out = on_event(
+        &hub,
+        &server,
+        "issue_comment",
+        &comment_payload(&hub, 3, comment, issue),
+        &[],
+    )
+    .await;
+    out.assert_code(0);
+    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot tell which account"), "{}", out.stderr);
+}
