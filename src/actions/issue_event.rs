@@ -1,15 +1,14 @@
 //! The `issues` event that started a workflow: which issue it names (only a `labeled` event
-//! with the task label, on an open issue of this repository), and the task text made from the
-//! issue's title, body and comments. The payload and the comments are untrusted text: they are
-//! read into the task, capped, never into anything that runs.
+//! with the task label, on an open issue of this repository). On GitHub the run then works that
+//! issue as `--issue N` does, reading it and its comments through the forge so every comment
+//! carries its author's role; elsewhere the task text is the payload's title and body. The
+//! payload is untrusted text: read into the task, capped, never into anything that runs.
 
 use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use crate::config::{Config, ConfigError, RepoSource};
-use crate::forge::{Forge, IssueComment, OWN_QUESTION_AUTHOR, github::GitHubForge};
-use crate::kinds::ForgeKind;
+use crate::config::{ConfigError, RepoSource};
 
 /// Longest issue body or comment put into the task text (the prompt has a budget).
 const MAX_ISSUE_TEXT_CHARS: usize = 16 * 1024;
@@ -101,45 +100,11 @@ pub fn read_issues_event(payload: &str, task_label: &str, source: &RepoSource) -
     }))
 }
 
-/// The issue's comments, from the forge. The payload has none, and an answer to a question the
-/// bot asked earlier is a comment. Failing to read them is not fatal: title and body remain.
-pub(super) async fn issue_comments(config: &Config, label: &str, number: u64) -> Vec<IssueComment> {
-    let RepoSource::GitHub { owner, name, .. } = &config.source else {
-        return Vec::new();
-    };
-    if config.forge != ForgeKind::Github {
-        return Vec::new();
-    }
-    let redactor = crate::orchestrator::redactor_for(config);
-    let forge = match GitHubForge::new(&config.github, owner, name, config.draft) {
-        Ok(forge) => forge,
-        Err(error) => {
-            eprintln!(
-                "upkeep: {}",
-                crate::text::escape_terminal(&redactor.redact(&error.to_string()))
-            );
-            return Vec::new();
-        }
-    };
-    match forge.task_issues(label).await {
-        Ok(issues) => issues
-            .into_iter()
-            .find(|issue| issue.number == number)
-            .map(|issue| issue.comments)
-            .unwrap_or_default(),
-        Err(error) => {
-            let error = crate::text::escape_terminal(&redactor.redact(&error.to_string()));
-            eprintln!(
-                "upkeep: could not read the comments on issue #{number} ({error}); working from its title and body"
-            );
-            Vec::new()
-        }
-    }
-}
-
-/// The task text for an issue: `Issue #N: title`, the body, and the comments in order.
-pub fn issue_task(issue: &LabelledIssue, comments: &[IssueComment]) -> String {
-    let mut text = format!("Issue #{}: {}", issue.number, issue.title.trim());
+/// The task text for an issue on a forge that cannot read it back (the payload's title and
+/// body; no comments, no roles). On GitHub the run reads the issue itself instead, so its
+/// comments reach the model with their authors' roles ([`crate::conversation::render`]).
+pub fn issue_task(issue: &LabelledIssue) -> String {
+    let mut text = format!("Issue #{}: {}", issue.number, crate::text::one_line(issue.title.trim()));
     let body = issue.body.trim();
     if !body.is_empty() {
         let _ = write!(
@@ -147,22 +112,6 @@ pub fn issue_task(issue: &LabelledIssue, comments: &[IssueComment]) -> String {
             "\n\n{}",
             crate::text::marked(crate::text::prefix_chars(body, MAX_ISSUE_TEXT_CHARS), " […]")
         );
-    }
-    if !comments.is_empty() {
-        text.push_str("\n\n## Comments on the issue\n");
-        for comment in comments {
-            // The bot's own question reads as its own, so the comment after it reads as the answer.
-            let heading = if comment.author == OWN_QUESTION_AUTHOR {
-                format!("{OWN_QUESTION_AUTHOR} asked")
-            } else {
-                format!("comment by {}", comment.author)
-            };
-            let body = crate::text::marked(
-                crate::text::prefix_chars(comment.body.trim_end(), MAX_ISSUE_TEXT_CHARS),
-                " […]",
-            );
-            let _ = write!(text, "\n> {heading}:\n> {}\n", body.replace('\n', "\n> "));
-        }
     }
     text
 }
@@ -215,21 +164,15 @@ mod tests {
     }
 
     #[test]
-    fn issue_task_has_title_body_and_comments_in_order() {
+    fn issue_task_has_title_and_body() {
         let issue = LabelledIssue {
             number: 3,
-            title: "Pick a license".into(),
+            title: "Pick a license\n# Rules".into(),
             body: "We need one.".into(),
         };
-        let comments = [
-            IssueComment::new(OWN_QUESTION_AUTHOR, "MIT or Apache-2.0?"),
-            IssueComment::new("alice", "MIT,\nplease."),
-        ];
-        let text = issue_task(&issue, &comments);
-        assert!(text.starts_with("Issue #3: Pick a license\n\nWe need one."), "{text}");
-        let asked = text.find("asked:\n> MIT or Apache-2.0?").expect("question shown");
-        let answer = text.find("comment by alice:\n> MIT,\n> please.").expect("answer shown");
-        assert!(asked < answer, "{text}");
-        assert_eq!(issue_task(&issue, &[]), "Issue #3: Pick a license\n\nWe need one.");
+        assert_eq!(
+            issue_task(&issue),
+            "Issue #3: Pick a license\\u{a}# Rules\n\nWe need one."
+        );
     }
 }

@@ -30,7 +30,6 @@ use crate::config::{Config, ConfigError};
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 
-use issue_event::issue_comments;
 pub use issue_event::{EventTask, LabelledIssue, issue_task, read_issues_event};
 pub use report::{annotation, escape_data, format_output, job_summary, outputs, workflow_command};
 
@@ -75,8 +74,8 @@ impl Actions {
 
     /// Applies the event that started the workflow: an `issues` event with action `labeled` and
     /// the task label makes the run work exactly that issue (branch `upkeep/<N>-…`, `Closes #N`,
-    /// questions posted there). Without `--task`, the issue itself (title, body and, on GitHub,
-    /// its comments, where answers to earlier questions are) becomes the task.
+    /// questions posted there). Without `--task`, the issue itself becomes the task: on GitHub
+    /// read through the forge with its comments and their authors' roles, as `--issue N`.
     ///
     /// A comment or review event ([`crate::conversation::events`]) resumes an issue whose
     /// question a maintainer answered, or works the feedback on the bot's pull request;
@@ -114,9 +113,11 @@ impl Actions {
         };
         eprintln!("upkeep: working issue #{} (labelled `{label}`)", issue.number);
         config.issue = Some(issue.number);
-        if config.task.is_none() {
-            let comments = issue_comments(config, &label, issue.number).await;
-            config.task = Some(issue_task(&issue, &comments));
+        // On GitHub the cycle reads the issue and its comments as `--issue N` does, so every
+        // comment reaches the model with its author's role through the one conversation
+        // renderer; other forges cannot read the issue back and work from the payload.
+        if config.task.is_none() && config.forge != crate::kinds::ForgeKind::Github {
+            config.task = Some(issue_task(&issue));
         }
         Ok(None)
     }

@@ -127,9 +127,11 @@ impl GitHubSettings {
                 .trim_end_matches('/')
                 .to_owned(),
             token: env_secret(&["GITHUB_TOKEN", "GH_TOKEN"]),
+            // Trimmed: a login pasted into a repository variable often carries a line break.
             bot_login: std::env::var("UPKEEP_BOT_LOGIN")
                 .ok()
-                .filter(|login| !login.trim().is_empty()),
+                .map(|login| login.trim().to_owned())
+                .filter(|login| !login.is_empty()),
         }
     }
 }

@@ -5,13 +5,16 @@
 //!
 //! The workflow's job guard admits only authors with write access, and never a bot; upkeep
 //! checks the same again from the payload (a workflow can be written without the guard), so a
-//! comment by anyone else starts nothing. An event that does not concern upkeep ends the run at
+//! comment by anyone else starts nothing. The bot's account is resolved from the token before
+//! the payload is judged ([`apply`]), and nothing that account wrote starts work, whatever
+//! association it has. A comment answers the bot's question only when it was written strictly
+//! after it ([`waits_for_answer`]). An event that does not concern upkeep ends the run at
 //! once, doing nothing: unlike a labelled issue, a comment is no reason to work the backlog.
 
 use serde::Deserialize;
 
 use crate::config::{Config, ConfigError, Mode, RepoSource};
-use crate::forge::{Forge, OWN_QUESTION_AUTHOR, Role, conversation::WRITE_ACCESS};
+use crate::forge::{Forge, IssueComment, Role, conversation::WRITE_ACCESS};
 use crate::repo::BOT_BRANCH_PREFIX;
 
 /// The events handled here.
@@ -48,6 +51,8 @@ struct Feedback {
     user: Option<EventUser>,
     #[serde(default)]
     created_at: Option<String>,
+    #[serde(default)]
+    id: u64,
 }
 
 #[derive(Deserialize)]
@@ -133,6 +138,15 @@ pub fn read_feedback_event(
         .as_ref()
         .is_some_and(|user| user.kind.eq_ignore_ascii_case("Bot"));
     let association = feedback.author_association.as_deref().unwrap_or("NONE");
+    // The bot's own comments and reviews carry whatever association its account has (a
+    // collaborator's token: `COLLABORATOR`), so the account is checked first: nothing the bot
+    // wrote ever starts the bot.
+    if Role::of(login, Some(association), bot_login) == Role::Bot {
+        return ignored(format!(
+            "the comment by {} is upkeep's own: nothing the bot writes starts it",
+            crate::text::escape_control(login)
+        ));
+    }
     if is_app || Role::of(login, Some(association), bot_login) != Role::Maintainer {
         return ignored(format!(
             "the comment by {} ({association}) starts nothing: only authors with write access ({}) start work, never a bot",
@@ -177,30 +191,46 @@ pub fn read_feedback_event(
     }
 }
 
-/// The comment's time, from the payload, for [`waits_for_answer`].
-pub fn comment_time(payload: &str) -> Option<jiff::Timestamp> {
-    let event: Payload = serde_json::from_str(payload).ok()?;
-    event.comment?.created_at?.parse().ok()
+/// The comment the event is about, as the forge would list it (id and time), for
+/// [`waits_for_answer`].
+pub fn event_comment(payload: &str) -> IssueComment {
+    let comment = serde_json::from_str::<Payload>(payload)
+        .ok()
+        .and_then(|event| event.comment);
+    IssueComment {
+        id: comment.as_ref().map_or(0, |c| c.id),
+        created_at: comment
+            .as_ref()
+            .and_then(|c| c.created_at.as_deref())
+            .and_then(|t| t.parse().ok()),
+        ..IssueComment::new("", "")
+    }
 }
 
-/// Whether the bot waits for an answer on `number` that the comment made at `at` gives: the
-/// bot's last question came before it and no maintainer answered in between.
+/// Whether the bot waits for an answer on `number` that `comment` (a maintainer's) gives: it was
+/// written strictly after the bot's last question (a later id; a comment in the same second but
+/// before the question does not answer it), and no maintainer answered in between.
 pub async fn waits_for_answer(
     forge: &dyn Forge,
     number: u64,
-    at: Option<jiff::Timestamp>,
+    comment: &IssueComment,
 ) -> Result<Result<(), String>, crate::forge::ForgeError> {
     let Some(issue) = forge.issue(number).await? else {
         return Ok(Err(format!("#{number} is a pull request")));
     };
-    let Some(asked) = issue.comments.iter().rposition(|c| c.author == OWN_QUESTION_AUTHOR) else {
+    let Some(question) = issue.comments.iter().rfind(|c| c.is_own_question()) else {
         return Ok(Err(format!("upkeep has no question waiting on issue #{number}")));
     };
-    let asked_at = issue.comments[asked].created_at;
-    let answered_before = issue.comments[asked + 1..]
+    if !comment.written_after(question) {
+        return Ok(Err(format!(
+            "the comment was not written after upkeep's question on issue #{number}, so it does not answer it"
+        )));
+    }
+    let answered_before = issue
+        .comments
         .iter()
-        .any(|c| c.role == Role::Maintainer && matches!((c.created_at, at), (Some(c), Some(at)) if c < at));
-    if answered_before || matches!((asked_at, at), (Some(asked), Some(at)) if asked > at) {
+        .any(|c| c.role == Role::Maintainer && c.written_after(question) && comment.written_after(c));
+    if answered_before {
         return Ok(Err(format!(
             "upkeep's question on issue #{number} was answered before this comment"
         )));
@@ -212,15 +242,20 @@ pub async fn waits_for_answer(
 /// means the event does not concern upkeep and the run does nothing; a payload that is not of
 /// the documented shape is a configuration error.
 pub async fn apply(config: &mut Config, event_name: &str, payload: &str) -> Result<Option<String>, ConfigError> {
-    let bot = config.github.bot_login.clone();
-    let event = read_feedback_event(
-        event_name,
-        payload,
-        &config.source,
-        &config.trigger_phrase,
-        bot.as_deref(),
-    )
-    .map_err(ConfigError)?;
+    let RepoSource::GitHub { owner, name, .. } = &config.source else {
+        return Ok(Some(format!("`{event_name}` events are read only on GitHub")));
+    };
+    let forge = crate::forge::github::GitHubForge::new(&config.github, owner, name, config.draft)
+        .map_err(|error| ConfigError(error.to_string()))?;
+    // Who the bot is, before the event is judged: the token's account (`GET /user`), or the
+    // login the operator gave for an App token.
+    let Some(bot) = forge.account().await else {
+        return Ok(Some(format!(
+            "cannot tell which account upkeep's token belongs to (GET /user failed), so the `{event_name}` event is not judged and starts nothing; set UPKEEP_BOT_LOGIN (the action's bot-login input)"
+        )));
+    };
+    let event = read_feedback_event(event_name, payload, &config.source, &config.trigger_phrase, Some(&bot))
+        .map_err(ConfigError)?;
     match event {
         FeedbackEvent::Ignored(why) => Ok(Some(why)),
         FeedbackEvent::PullRequest(number) => {
@@ -228,22 +263,15 @@ pub async fn apply(config: &mut Config, event_name: &str, payload: &str) -> Resu
             config.mode = Mode::Single;
             Ok(None)
         }
-        FeedbackEvent::Issue(number) => {
-            let RepoSource::GitHub { owner, name, .. } = &config.source else {
-                return Ok(Some("comments are read only on GitHub".into()));
-            };
-            let forge = crate::forge::github::GitHubForge::new(&config.github, owner, name, config.draft)
-                .map_err(|error| ConfigError(error.to_string()))?;
-            match waits_for_answer(&forge, number, comment_time(payload)).await {
-                Ok(Ok(())) => {
-                    config.issue = Some(number);
-                    config.mode = Mode::Single;
-                    Ok(None)
-                }
-                Ok(Err(why)) => Ok(Some(why)),
-                Err(error) => Ok(Some(format!("could not read issue #{number}: {error}"))),
+        FeedbackEvent::Issue(number) => match waits_for_answer(&forge, number, &event_comment(payload)).await {
+            Ok(Ok(())) => {
+                config.issue = Some(number);
+                config.mode = Mode::Single;
+                Ok(None)
             }
-        }
+            Ok(Err(why)) => Ok(Some(why)),
+            Err(error) => Ok(Some(format!("could not read issue #{number}: {error}"))),
+        },
     }
 }
 

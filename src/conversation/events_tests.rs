@@ -112,3 +112,17 @@ fn reviews_count_on_bot_branches_only() {
     ));
     assert!(read_feedback_event("issue_comment", "not json", &source(), "@upkeep", None).is_err());
 }
+
+/// The bot's own comment mentioning the trigger, with a collaborator's token and the login in
+/// another case, is the bot's: it starts nothing.
+#[test]
+fn the_bots_own_comment_starts_nothing_whatever_its_association_or_case() {
+    let event = read(
+        "issue_comment",
+        &issue_comment("COLLABORATOR", "Upkeep-Bot", "User", true, "@upkeep pushed abc"),
+    );
+    assert!(
+        matches!(&event, FeedbackEvent::Ignored(why) if why.contains("upkeep's own")),
+        "{event:?}"
+    );
+}

@@ -5,9 +5,11 @@
 //! cycle starts from the pull request's branch as the remote has it; its commit goes on top and
 //! is pushed as a fast-forward ([`crate::repo::Workspace::push_on_top`]). The bot answers in the
 //! threads the model says it addressed (only threads it was shown), or with one comment on the
-//! pull request, naming the commit.
+//! pull request, naming the commit, whose hidden marker lists the threads it answered so they
+//! count as settled.
 
 use super::{ConversationError, CycleConversation};
+use crate::forge::conversation::answered_marker;
 use crate::forge::{ContinuedPullRequest, FeedbackAnswer, Forge, PullRequestFeedback, PullRequestInfo};
 use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 
@@ -108,9 +110,15 @@ pub fn answer(continued: &ContinuedPullRequest, replies: &[(u64, String)], body:
             )
         })
         .collect();
-    let summary = replies
-        .is_empty()
-        .then(|| format!("upkeep pushed {short} in answer to the review:\n\n{}", body.trim()));
+    // The summary answers every thread the model was shown; its hidden marker says which, so the
+    // next run counts them settled instead of following up on its own summary.
+    let summary = replies.is_empty().then(|| {
+        format!(
+            "{}\nupkeep pushed {short} in answer to the review:\n\n{}",
+            answered_marker(&continued.threads),
+            body.trim()
+        )
+    });
     FeedbackAnswer {
         pull_request: continued.number,
         commit: commit.to_owned(),
@@ -173,6 +181,8 @@ mod tests {
         assert!(answer.replies[0].1.contains("0123456789ab"));
         assert_eq!(answer.summary, None);
         let summary = super::answer(&continued, &[], "Renamed it.", "0123456789abcdef");
-        assert!(summary.summary.expect("one comment").contains("Renamed it."));
+        let summary = summary.summary.expect("one comment");
+        assert!(summary.contains("Renamed it."));
+        assert_eq!(crate::forge::conversation::answered_threads(&summary), [1, 2]);
     }
 }

@@ -1,6 +1,7 @@
 //! Memory kept in the forge, not on disk: a bot pull request closed without merging ends its
-//! task. Its issue is not offered again until it changes after the closing (a comment by someone
-//! other than the bot, or an edit), and a task without an issue is recognised by its branch.
+//! task. Its issue is not offered again until a maintainer speaks on it after the closing (a
+//! comment written or edited later: an outsider's "bump" and the issue's `updated_at`, which any
+//! comment moves, revive nothing), and a task without an issue is recognised by its branch.
 //! Explicit work (`--issue`, `--task`) is the operator's decision and is not skipped.
 
 use jiff::Timestamp;
@@ -72,6 +73,8 @@ mod tests {
         TaskIssue {
             number,
             title: "t".into(),
+            author: "alice".into(),
+            role: Role::Maintainer,
             body: String::new(),
             comments,
             updated_at: at(updated),
@@ -92,8 +95,23 @@ mod tests {
         let (eligible, skipped) = skip_closed(vec![issue(7, "2024-02-01T00:00:00Z", vec![comment])], &closings);
         assert_eq!(eligible.len(), 1);
         assert!(skipped.is_empty());
+        // Any comment moves `updated_at`: it says nothing about who changed the issue.
         let (eligible, _) = skip_closed(vec![issue(7, "2024-03-05T00:00:00Z", vec![])], &closings);
-        assert_eq!(eligible.len(), 1, "an edit after the closing");
+        assert!(eligible.is_empty(), "updated_at alone");
+        let bump = IssueComment {
+            created_at: at("2024-03-02T00:00:00Z"),
+            ..IssueComment::new("mallory", "bump")
+        };
+        let (eligible, _) = skip_closed(vec![issue(7, "2024-03-05T00:00:00Z", vec![bump])], &closings);
+        assert!(eligible.is_empty(), "an outsider's bump");
+        let edited = IssueComment {
+            created_at: at("2024-02-02T00:00:00Z"),
+            edited_at: at("2024-03-03T00:00:00Z"),
+            role: Role::Maintainer,
+            ..IssueComment::new("alice", "smaller steps, please")
+        };
+        let (eligible, _) = skip_closed(vec![issue(7, "2024-03-05T00:00:00Z", vec![edited])], &closings);
+        assert_eq!(eligible.len(), 1, "a maintainer's comment edited after the closing");
         let (eligible, _) = skip_closed(vec![issue(8, "2024-01-01T00:00:00Z", vec![])], &closings);
         assert_eq!(eligible.len(), 1, "another issue");
     }

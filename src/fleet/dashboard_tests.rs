@@ -6,6 +6,8 @@ fn issue(number: u64, title: &str, comments: &[(&str, &str)]) -> TaskIssue {
     TaskIssue {
         number,
         title: title.to_owned(),
+        author: "alice".into(),
+        role: crate::forge::Role::Maintainer,
         body: String::new(),
         comments: comments
             .iter()

@@ -79,22 +79,45 @@ pub const OWN_QUESTION_AUTHOR: &str = "upkeep (you)";
 /// A comment on a task issue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IssueComment {
+    /// The forge's id (GitHub's grow with time); 0 when the forge has none.
+    pub id: u64,
     pub author: String,
     pub body: String,
     /// Who wrote it: only a maintainer's comment after the bot's question answers it.
     pub role: Role,
     pub created_at: Option<jiff::Timestamp>,
+    /// When it was last edited, if the forge says (GitHub's `updated_at`).
+    pub edited_at: Option<jiff::Timestamp>,
 }
 
 impl IssueComment {
     /// A comment by someone without write access (what tests and forges without roles build).
     pub fn new(author: impl Into<String>, body: impl Into<String>) -> Self {
         Self {
+            id: 0,
             author: author.into(),
             body: body.into(),
             role: Role::Other,
             created_at: None,
+            edited_at: None,
         }
+    }
+
+    /// Whether this is a question the bot asked: its own account wrote it with the marker.
+    pub fn is_own_question(&self) -> bool {
+        self.role == Role::Bot && self.author == OWN_QUESTION_AUTHOR
+    }
+
+    /// Whether this comment was written strictly after `earlier`: by id when the forge gives
+    /// both, else by time; never when neither tells (two comments in the same second are
+    /// ordered by id, and a comment of unknown time answers nothing).
+    pub fn written_after(&self, earlier: &IssueComment) -> bool {
+        let times = self.created_at.zip(earlier.created_at);
+        if self.id != 0 && earlier.id != 0 {
+            // Ids decide within a second; a time that says "earlier" still wins over them.
+            return self.id > earlier.id && times.is_none_or(|(this, that)| this >= that);
+        }
+        times.is_some_and(|(this, that)| this > that)
     }
 }
 
@@ -103,28 +126,34 @@ impl IssueComment {
 pub struct TaskIssue {
     pub number: u64,
     pub title: String,
+    /// Who opened the issue, and their role: the body is their text.
+    pub author: String,
+    pub role: Role,
     pub body: String,
     pub comments: Vec<IssueComment>,
-    /// When the issue last changed (an edit, a comment, a label).
+    /// When the issue last changed (an edit, a comment by anyone, a label).
     pub updated_at: Option<jiff::Timestamp>,
 }
 
 impl TaskIssue {
     /// The bot's question that is still waiting: its last question, when no maintainer has
-    /// commented after it.
+    /// commented strictly after it.
     pub fn pending_question(&self) -> Option<&IssueComment> {
-        let asked = self.comments.iter().rposition(|c| c.author == OWN_QUESTION_AUTHOR)?;
-        let answered = self.comments[asked + 1..].iter().any(|c| c.role == Role::Maintainer);
-        (!answered).then(|| &self.comments[asked])
+        let question = self.comments.iter().rfind(|c| c.is_own_question())?;
+        let answered = self
+            .comments
+            .iter()
+            .any(|c| c.role == Role::Maintainer && c.written_after(question));
+        (!answered).then_some(question)
     }
 
-    /// Whether the issue changed after `time`: a comment by someone other than the bot, or an
-    /// edit (GitHub's `updated_at`).
+    /// Whether a maintainer spoke on the issue after `time`: a comment written or edited
+    /// strictly later. Nobody else's comment counts, and neither does the issue's `updated_at`,
+    /// which any comment moves (GitHub's REST API does not say who edited an issue).
     pub fn changed_after(&self, time: jiff::Timestamp) -> bool {
-        self.updated_at.is_some_and(|updated| updated > time)
-            || self.comments.iter().any(|c| {
-                c.role != Role::Bot && c.author != OWN_QUESTION_AUTHOR && c.created_at.is_some_and(|t| t > time)
-            })
+        self.comments
+            .iter()
+            .any(|c| c.role == Role::Maintainer && [c.created_at, c.edited_at].iter().flatten().any(|t| *t > time))
     }
 }
 
@@ -281,7 +310,25 @@ pub fn render_preview(draft: &PullRequestDraft, diff: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::body_with_issue;
+    use super::{IssueComment, body_with_issue};
+
+    /// An answer must come strictly after the question: by id within the same second, never
+    /// when its time says it came first, never when nothing tells.
+    #[test]
+    fn a_comment_is_written_after_another_only_when_ids_or_times_say_so() {
+        let at = |id: u64, time: Option<&str>| IssueComment {
+            id,
+            created_at: time.map(|t| t.parse().expect("time")),
+            ..IssueComment::new("a", "b")
+        };
+        let second = Some("2024-02-01T00:00:00Z");
+        assert!(at(6, second).written_after(&at(5, second)));
+        assert!(!at(5, second).written_after(&at(6, second)));
+        assert!(!at(7, Some("2024-01-01T00:00:00Z")).written_after(&at(6, second)));
+        assert!(at(0, Some("2024-03-01T00:00:00Z")).written_after(&at(6, second)));
+        assert!(!at(0, second).written_after(&at(0, second)));
+        assert!(!at(0, None).written_after(&at(0, None)));
+    }
 
     #[test]
     fn an_issue_is_closed_by_a_keyword_even_when_the_body_mentions_it() {

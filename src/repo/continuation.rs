@@ -35,6 +35,10 @@ impl Workspace {
         checkout.force().remove_untracked(true);
         repo.checkout_tree(commit.as_object(), Some(&mut checkout))?;
         repo.set_head(&format!("refs/heads/{branch}"))?;
+        // The branch's commits are already carried by its pull request: only what the cycle
+        // changes on top of them is unsaved work (a follow-up that changes nothing may finish).
+        self.forget_clean_index();
+        self.mark_saved(tip);
         Ok(())
     }
 

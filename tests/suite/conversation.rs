@@ -10,6 +10,7 @@ mod agent_instructions;
 mod memory;
 mod questions;
 mod review_follow_up;
+mod who_speaks;
 
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};

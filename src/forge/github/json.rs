@@ -66,6 +66,11 @@ pub struct IssueJson {
     pub pull_request: Option<Value>,
     #[serde(default)]
     pub updated_at: Option<String>,
+    /// Who opened it; `null` for a deleted account.
+    #[serde(default)]
+    pub user: Option<UserJson>,
+    #[serde(default)]
+    pub author_association: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +83,9 @@ pub struct CommentJson {
     pub author_association: Option<String>,
     #[serde(default)]
     pub created_at: Option<String>,
+    /// Moves when the comment is edited.
+    #[serde(default)]
+    pub updated_at: Option<String>,
     #[serde(default)]
     pub body: Option<String>,
     #[serde(default)]

@@ -42,8 +42,12 @@ const QUESTION_FOOTER: &str = "<sub>Answer in a comment on this issue; upkeep re
 const PER_PAGE: u64 = 100;
 /// Labelled issues offered to the model at most; more would crowd the prompt.
 const MAX_TASK_ISSUES: usize = 50;
-/// The most recent comments shown per issue: enough for a question and its answer, bounded.
+/// The most recent comments by maintainers and the bot kept per issue: enough for a question and
+/// its answer, bounded.
 const MAX_COMMENTS: usize = 10;
+/// The most recent outsiders' comments kept per issue, counted apart so that outsiders cannot
+/// push the bot's question or a maintainer's answer out of sight by commenting often.
+const MAX_OUTSIDER_COMMENTS: usize = 5;
 /// Bytes of one comment kept for the prompt.
 const MAX_COMMENT_BYTES: usize = 4000;
 
@@ -101,6 +105,7 @@ impl GitHubForge {
 
     /// The bot's account: the login `GET /user` answers for the token. An Actions
     /// `GITHUB_TOKEN` cannot call it (403); its comments are written by `github-actions[bot]`.
+    /// Any other failure leaves the account unknown.
     /// When neither applies, no comment is taken for the bot's own (a spoofed marker must never
     /// pass for a question the bot asked).
     async fn bot_login(&self) -> Option<&str> {
@@ -113,8 +118,10 @@ impl GitHubForge {
                         .map(|user| user.login)
                         .filter(|login| !login.is_empty()),
                     Err(error) => {
+                        // Only a refusal (403) says the token is Actions' own, which cannot ask;
+                        // any other failure says nothing about whose token it is.
                         let in_actions = std::env::var("GITHUB_ACTIONS").ok().as_deref() == Some("true");
-                        if in_actions {
+                        if in_actions && matches!(error, ForgeError::Refused(_)) {
                             Some(ACTIONS_BOT_LOGIN.to_owned())
                         } else {
                             tracing::warn!(
@@ -127,6 +134,12 @@ impl GitHubForge {
             })
             .await
             .as_deref()
+    }
+
+    /// The bot's account as this forge judges authors, for readers of events that must know it
+    /// before anything else (`None`: it could not be told, and nobody is taken for the bot).
+    pub(crate) async fn account(&self) -> Option<String> {
+        self.bot_login().await.map(str::to_owned)
     }
 
     fn repo(&self) -> String {
@@ -178,22 +191,25 @@ impl GitHubForge {
             earlier.append(&mut comments);
             comments = earlier;
         }
-        let skip = comments.len().saturating_sub(MAX_COMMENTS);
         let bot = self.bot_login().await;
-        Ok(comments
+        let comments: Vec<IssueComment> = comments
             .into_iter()
-            .skip(skip)
             .filter_map(|value| serde_json::from_value::<CommentJson>(value).ok())
             .map(|comment| issue_comment(comment, bot))
-            .collect())
+            .collect();
+        Ok(newest_by_role(comments))
     }
 
     /// A task issue from its JSON, with its recent comments.
     async fn task_issue(&self, issue: IssueJson) -> Result<TaskIssue, ForgeError> {
         let comments = self.recent_comments(issue.number, issue.comments).await?;
+        let author = issue.user.map(|user| user.login).unwrap_or_default();
+        let role = Role::of(&author, issue.author_association.as_deref(), self.bot_login().await);
         Ok(TaskIssue {
             number: issue.number,
             title: issue.title,
+            author: if author.is_empty() { "(unknown)".into() } else { author },
+            role,
             body: issue.body.unwrap_or_default(),
             comments,
             updated_at: timestamp(issue.updated_at.as_deref()),
@@ -311,20 +327,52 @@ fn issue_comment(comment: CommentJson, bot: Option<&str>) -> IssueComment {
     let login = comment.user.map(|user| user.login).unwrap_or_default();
     let role = Role::of(&login, comment.author_association.as_deref(), bot);
     let created_at = timestamp(comment.created_at.as_deref());
+    // An edit moves `updated_at`; an unedited comment has it equal to `created_at`.
+    let edited_at = timestamp(comment.updated_at.as_deref()).filter(|edited| Some(*edited) != created_at);
     if let Some(question) = own_question(&body).filter(|_| role == Role::Bot) {
         return IssueComment {
+            id: comment.id,
             author: OWN_QUESTION_AUTHOR.to_owned(),
             body: crate::text::marked(crate::text::prefix_bytes(question, MAX_COMMENT_BYTES), " […]"),
             role,
             created_at,
+            edited_at,
         };
     }
     IssueComment {
+        id: comment.id,
         author: if login.is_empty() { "(unknown)".into() } else { login },
         body: crate::text::marked(crate::text::prefix_bytes(&body, MAX_COMMENT_BYTES), " […]"),
         role,
         created_at,
+        edited_at,
     }
+}
+
+/// The newest [`MAX_COMMENTS`] comments by maintainers and the bot and the newest
+/// [`MAX_OUTSIDER_COMMENTS`] by anyone else, oldest first.
+fn newest_by_role(comments: Vec<IssueComment>) -> Vec<IssueComment> {
+    let (mut trusted, mut outsiders) = (0, 0);
+    let mut kept: Vec<IssueComment> = comments
+        .into_iter()
+        .rev()
+        .filter(|comment| {
+            let count = if comment.role == Role::Other {
+                &mut outsiders
+            } else {
+                &mut trusted
+            };
+            *count += 1;
+            *count
+                <= if comment.role == Role::Other {
+                    MAX_OUTSIDER_COMMENTS
+                } else {
+                    MAX_COMMENTS
+                }
+        })
+        .collect();
+    kept.reverse();
+    kept
 }
 
 /// The comment that carries a question: marker (hidden), heading and footer for the human.
@@ -358,6 +406,7 @@ mod tests {
             html_url: String::new(),
             author_association: Some("NONE".into()),
             created_at: None,
+            updated_at: None,
             body: Some(body.to_owned()),
             user: Some(UserJson { login: login.into() }),
         };
@@ -375,6 +424,21 @@ mod tests {
             issue_comment(by("github-actions[bot]", &body), None).author,
             "github-actions[bot]"
         );
+    }
+
+    #[test]
+    fn outsiders_cannot_push_the_maintainers_comments_out_of_the_window() {
+        let comment = |n: usize, role: Role| IssueComment {
+            id: n as u64,
+            role,
+            ..IssueComment::new(format!("u{n}"), "b")
+        };
+        let mut comments: Vec<IssueComment> = (0..12).map(|n| comment(n, Role::Maintainer)).collect();
+        comments.extend((12..40).map(|n| comment(n, Role::Other)));
+        let kept = newest_by_role(comments);
+        let ids: Vec<u64> = kept.iter().map(|c| c.id).collect();
+        let expected: Vec<u64> = (2..12).chain(35..40).collect();
+        assert_eq!(ids, expected);
     }
 
     #[test]

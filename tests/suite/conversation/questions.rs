@@ -63,7 +63,7 @@ async fn an_issue_comment_event_resumes_the_right_issue_with_question_and_answer
         "{message}"
     );
     assert!(
-        message.contains("comment by alice:\n```comment\nYes, for one release.\n```"),
+        message.contains("comment by alice (maintainer):\n```comment\nYes, for one release.\n```"),
         "{message}"
     );
     assert!(!message.contains("Another task"), "{message}");

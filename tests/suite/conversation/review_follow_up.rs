@@ -205,3 +205,20 @@ async fn feedback_by_a_user_without_write_access_starts_nothing() {
     );
     assert_eq!(git(hub.bare(), &["rev-parse", "upkeep/7-greeting"]), before);
 }
+
+/// The follow-up prompt says "if nothing needs changing, finish with status no_tasks", but the
+/// cycle started from the pull request's branch counted that branch's own commits as unsaved
+/// work, so finishing was refused and the run failed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_follow_up_that_needs_no_change_finishes_with_no_tasks() {
+    let (hub, _, _) = reviewed_pull_request().await;
+    let before = git(hub.bare(), &["rev-parse", "upkeep/7-greeting"]);
+    let out = hub
+        .upkeep(&["--pr", "3", "--replay"])
+        .args([Script::new(&[finish("no_tasks")]).path()])
+        .run_async()
+        .await;
+    out.assert_code(0);
+    assert!(out.events_of("unsaved_changes").is_empty(), "{}", out.stdout);
+    assert_eq!(git(hub.bare(), &["rev-parse", "upkeep/7-greeting"]), before);
+}

@@ -96,6 +96,12 @@ impl FakeGitHub {
         }
     }
 
+    /// Makes the token a GitHub App installation token: `GET /user` is refused (403), as GitHub
+    /// refuses it to an app, and only the operator can name the bot's account.
+    pub fn as_app_token(&self) {
+        self.with(|s| s.app_token = true);
+    }
+
     pub fn bare(&self) -> &Path {
         &self.bare
     }

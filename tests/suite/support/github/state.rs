@@ -40,6 +40,8 @@ pub(super) struct State {
     pub(super) review_comments: BTreeMap<u64, Vec<Value>>,
     pub(super) violations: Vec<String>,
     pub(super) bare: PathBuf,
+    /// `GET /user` answers 403, as it does for a GitHub App installation token.
+    pub(super) app_token: bool,
 }
 
 impl State {
@@ -180,6 +182,14 @@ impl State {
     ) -> Option<(u16, Value)> {
         let prefix = format!("/repos/{OWNER}/{NAME}");
         if method == "GET" && path == "/user" {
+            if self.app_token {
+                return Some((
+                    403,
+                    json!({"message": "Resource not accessible by integration",
+                           "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+                           "status": "403"}),
+                ));
+            }
             return Some((200, public_user(&self.bot)));
         }
         let rest = path.strip_prefix(&prefix)?;
