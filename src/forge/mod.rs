@@ -15,6 +15,7 @@ pub use conversation::{
     ReviewThread, Role,
 };
 
+pub mod closing;
 pub mod conversation;
 pub mod dry_run;
 pub mod github;
@@ -251,17 +252,20 @@ pub trait Forge: Send + Sync {
     }
 }
 
-/// The body with `Closes #N` added when it does not already close the issue with a closing
-/// keyword: GitHub closes an issue on merge only for `close`/`fix`/`resolve` (and their forms)
-/// before `#N`, so a body that merely mentions `#N` still needs the line.
+/// The body a pull request and its commit carry: closing references the model wrote to
+/// anything but the issue worked made inert ([`closing::neutralise`]), and `Closes #N` added
+/// when the body does not already close the issue with a closing keyword: GitHub closes an
+/// issue on merge only for `close`/`fix`/`resolve` (and their forms) before `#N`, so a body that
+/// merely mentions `#N` still needs the line.
 pub fn body_with_issue(body: &str, issue: Option<u64>) -> String {
+    let body = closing::neutralise(body, issue);
     let Some(number) = issue else {
-        return body.to_owned();
+        return body;
     };
     let closing = regex::Regex::new(&format!(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?):?\s+#{number}\b"))
-        .is_ok_and(|keyword| keyword.is_match(body));
+        .is_ok_and(|keyword| keyword.is_match(&body));
     if closing {
-        body.to_owned()
+        body
     } else {
         format!("{}\n\nCloses #{number}", body.trim_end())
     }
@@ -291,7 +295,7 @@ mod tests {
         );
         assert_eq!(body_with_issue("Fixes #7.", Some(7)), "Fixes #7.");
         assert_eq!(body_with_issue("resolves: #7", Some(7)), "resolves: #7");
-        assert_eq!(body_with_issue("Closes #70", Some(7)), "Closes #70\n\nCloses #7");
+        assert_eq!(body_with_issue("Closes #70", Some(7)), "Closes (see #70)\n\nCloses #7");
         assert_eq!(body_with_issue("No issue.", None), "No issue.");
     }
 }
