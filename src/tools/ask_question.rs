@@ -1,5 +1,6 @@
 //! `ask_question`: stop and show a question to a human. Ends the cycle (and, in continuous
-//! mode, the run) with exit code 3; the forge posts it where the human will see it.
+//! mode, the run) with exit code 3; the forge posts it where the human will see it: on the
+//! run's issue, or one the run may name ([`super::targets`]), with its mentions made inert.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -38,9 +39,10 @@ impl Tool for AskQuestion {
         if question.is_empty() {
             return Err(ToolError::model("question_text is empty"));
         }
-        let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
+        // Where the question is posted is the run's decision, not the model's.
+        let issue = ctx.targets.issue(args::optional_number(arguments, "issue")?)?;
         Ok(ToolOutput::EndCycle(CycleEnd::Question {
-            question: ctx.redactor.redact(question),
+            question: crate::text::neutralise_mentions(&ctx.redactor.redact(question)),
             issue,
         }))
     }
