@@ -7,7 +7,7 @@
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::super::support::github::{FakeGitHub, issue_json};
+use super::super::support::github::{FakeGitHub, ReviewComment, issue_json};
 use super::super::support::{RunOutput, Script, git, reply};
 
 const BOT: &str = "upkeep-bot";
@@ -316,5 +316,62 @@ async fn a_title_cannot_name_a_branch_after_an_issue() {
         !Regex::new(r"^upkeep/\d+-").expect("regex").is_match(branch),
         "a branch without an issue looks like issue #8's: {branch}"
     );
+    hub.assert_conformant();
+}
+
+/// A review follow-up on the bot's pull request #3: the model's thread reply and its summary
+/// mention people and a team. Before, the replies went out as written and notified them; now
+/// nothing the bot posts on the pull request holds a live mention.
+#[tokio::test(flavor = "multi_thread")]
+async fn mentions_in_review_replies_notify_nobody() {
+    let hub = FakeGitHub::start(BOT).await;
+    branch_at_main(&hub, "upkeep/7-greeting");
+    hub.add_pull(3, "upkeep/7-greeting", "Add a greeting", BOT, None);
+    let review = hub.add_review(
+        3,
+        "alice",
+        "COLLABORATOR",
+        "CHANGES_REQUESTED",
+        "",
+        "2030-01-01T00:00:00Z",
+    );
+    let thread = hub.add_review_comment(&ReviewComment {
+        pull: 3,
+        review: Some(review),
+        login: "alice",
+        association: "COLLABORATOR",
+        path: "README.md",
+        line: 1,
+        hunk: "@@ -1 +1 @@\n+# Sample",
+        body: "Say hello, world.",
+        in_reply_to: None,
+    });
+    let script = Script::new(&[
+        reply(
+            "address the review",
+            &[
+                write_notes(),
+                (
+                    "create_pull_request",
+                    json!({"title": "Greet the world", "body": "Done, @alice; cc @acme/everyone",
+                           "replies": [{"comment_id": thread, "body": "Fixed, @alice &#64;acme/everyone"}]}),
+                ),
+            ],
+        ),
+        super::super::support::finish("completed"),
+    ]);
+    let out = run(&hub, &script, &["--pr", "3"]);
+    out.assert_code(0);
+    let posted: Vec<String> = hub
+        .review_comments(3)
+        .into_iter()
+        .chain(hub.issue_comments(3))
+        .filter(|comment| comment["user"]["login"] == BOT)
+        .map(|comment| comment["body"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(!posted.is_empty(), "the review was answered");
+    for sent in &posted {
+        assert!(live_mentions(sent).is_empty(), "{:?} in {sent}", live_mentions(sent));
+    }
     hub.assert_conformant();
 }
