@@ -27,7 +27,7 @@ impl Tool for AskQuestion {
                 (
                     "issue",
                     "integer",
-                    "number of the issue the question is about, if any",
+                    "the issue the question is about: one the first message offers; leave it out to ask on the run's own issue",
                     false,
                 ),
             ]),

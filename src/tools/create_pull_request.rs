@@ -135,7 +135,12 @@ fn parameters() -> Value {
     let mut schema = object_schema(&[
         ("title", "string", "pull request title, imperative and specific", true),
         ("body", "string", "what changed and why, in Markdown", true),
-        ("issue", "integer", "number of the issue this resolves, if any", false),
+        (
+            "issue",
+            "integer",
+            "the issue this resolves: one the first message offers; leave it out to work the run's own issue",
+            false,
+        ),
     ]);
     schema["properties"]["replies"] = json!({
         "type": "array",
