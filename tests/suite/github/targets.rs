@@ -319,13 +319,10 @@ async fn a_title_cannot_name_a_branch_after_an_issue() {
     hub.assert_conformant();
 }
 
-/// A review follow-up on the bot's pull request #3: the model's thread reply and its summary
-/// mention people and a team. Before, the replies went out as written and notified them; now
-/// nothing the bot posts on the pull request holds a live mention.
-#[tokio::test(flavor = "multi_thread")]
-async fn mentions_in_review_replies_notify_nobody() {
-    let hub = FakeGitHub::start(BOT).await;
-    branch_at_main(&hub, "upkeep/7-greeting");
+/// The bot's pull request #3 for issue #7 with a maintainer's review thread; returns the
+/// thread's id.
+fn reviewed_pull_request(hub: &FakeGitHub) -> u64 {
+    branch_at_main(hub, "upkeep/7-greeting");
     hub.add_pull(3, "upkeep/7-greeting", "Add a greeting", BOT, None);
     let review = hub.add_review(
         3,
@@ -335,7 +332,7 @@ async fn mentions_in_review_replies_notify_nobody() {
         "",
         "2030-01-01T00:00:00Z",
     );
-    let thread = hub.add_review_comment(&ReviewComment {
+    hub.add_review_comment(&ReviewComment {
         pull: 3,
         review: Some(review),
         login: "alice",
@@ -345,22 +342,20 @@ async fn mentions_in_review_replies_notify_nobody() {
         hunk: "@@ -1 +1 @@\n+# Sample",
         body: "Say hello, world.",
         in_reply_to: None,
-    });
+    })
+}
+
+/// Runs the follow-up on #3 with `create_pull_request` given `arguments`, and returns what the
+/// bot posted on the pull request (thread replies and comments).
+async fn answer_review(hub: &FakeGitHub, arguments: Value) -> Vec<String> {
     let script = Script::new(&[
         reply(
             "address the review",
-            &[
-                write_notes(),
-                (
-                    "create_pull_request",
-                    json!({"title": "Greet the world", "body": "Done, @alice; cc @acme/everyone",
-                           "replies": [{"comment_id": thread, "body": "Fixed, @alice &#64;acme/everyone"}]}),
-                ),
-            ],
+            &[write_notes(), ("create_pull_request", arguments)],
         ),
         super::super::support::finish("completed"),
     ]);
-    let out = run(&hub, &script, &["--pr", "3"]);
+    let out = run(hub, &script, &["--pr", "3"]);
     out.assert_code(0);
     let posted: Vec<String> = hub
         .review_comments(3)
@@ -369,7 +364,40 @@ async fn mentions_in_review_replies_notify_nobody() {
         .filter(|comment| comment["user"]["login"] == BOT)
         .map(|comment| comment["body"].as_str().unwrap_or_default().to_owned())
         .collect();
-    assert!(!posted.is_empty(), "the review was answered");
+    assert!(!posted.is_empty(), "the review was answered: {}", out.stdout);
+    posted
+}
+
+/// A review follow-up on the bot's pull request #3: the model's thread reply mentions people
+/// and a team. Before, the reply went out as written and notified them; now nothing the bot
+/// posts on the pull request holds a live mention.
+#[tokio::test(flavor = "multi_thread")]
+async fn mentions_in_review_replies_notify_nobody() {
+    let hub = FakeGitHub::start(BOT).await;
+    let thread = reviewed_pull_request(&hub);
+    let posted = answer_review(
+        &hub,
+        json!({"title": "Greet the world", "body": "Done.",
+               "replies": [{"comment_id": thread, "body": "Fixed, @alice &#64;acme/everyone"}]}),
+    )
+    .await;
+    for sent in &posted {
+        assert!(live_mentions(sent).is_empty(), "{:?} in {sent}", live_mentions(sent));
+    }
+    hub.assert_conformant();
+}
+
+/// The same follow-up answered with one summary comment (no thread replies): the summary is the
+/// model's body, and it notified the people and team it named.
+#[tokio::test(flavor = "multi_thread")]
+async fn mentions_in_a_review_summary_notify_nobody() {
+    let hub = FakeGitHub::start(BOT).await;
+    reviewed_pull_request(&hub);
+    let posted = answer_review(
+        &hub,
+        json!({"title": "Greet the world", "body": "Done, @alice; cc @acme/everyone"}),
+    )
+    .await;
     for sent in &posted {
         assert!(live_mentions(sent).is_empty(), "{:?} in {sent}", live_mentions(sent));
     }
