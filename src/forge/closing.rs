@@ -12,14 +12,16 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
-/// A closing keyword (`close`, `fix`, `resolve` in every form, any case, with an optional
-/// colon) followed by a list of things that look like references: anything holding `#` or `/`,
-/// or `GH-N`, separated by commas, `and` or `&`. The keyword's word boundary is ASCII, as the
-/// forge's is, so `éfixes #8` still counts.
+/// A closing keyword (`close`, `fix`, `resolve` in every form, any case) followed by a list of
+/// things that look like references: anything holding `#` or `/`, or `GH-N`, separated by
+/// commas, `and` or `&`. Between the keyword and the list: white space, a colon, and anything
+/// that renders as nothing or as formatting (tags and HTML comments, emphasis, brackets), so
+/// that `Fixes <!-- -->#8` or `Fixes **#8**` count too, whatever the forge reads. The keyword's
+/// word boundary is ASCII, as the forge's is, so `éfixes #8` still counts.
 static CLOSING: LazyLock<Regex> = LazyLock::new(|| {
     let reference = r"[^\s,]*(?:[#/]|(?i:gh-)\d)[^\s,]*";
     Regex::new(&format!(
-        r"(?i)(?-u:\b)(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?-u:\b)(\s*:?\s*)({reference}(?:\s*(?:,|\band\b|&)\s*{reference})*)"
+        r"(?i)(?-u:\b)(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(?-u:\b)((?:\s|:|<[^>]*>|[*_`~\[(])*)({reference}(?:\s*(?:,|\band\b|&)\s*{reference})*)"
     ))
     .expect("a constant pattern, exercised by the tests below")
 });
@@ -29,16 +31,19 @@ pub(crate) fn neutralise(text: &str, keep: Option<u64>) -> String {
     let kept = keep.map(|number| format!("#{number}"));
     CLOSING
         .replace_all(text, |caps: &Captures<'_>| {
+            let separator = &caps[2];
             let references = &caps[3];
+            let plain = separator.chars().all(|c| c.is_whitespace() || c == ':');
             let only_kept = references
                 .split(|c: char| c == ',' || c == '&' || c.is_whitespace())
                 .map(|item| item.trim_end_matches(['.', ';', ':', '!', '?', ')']))
                 .filter(|item| !item.is_empty() && !item.eq_ignore_ascii_case("and"))
                 .all(|item| kept.as_deref() == Some(item));
-            if only_kept {
+            if plain && only_kept {
                 caps[0].to_owned()
             } else {
-                format!("{} (see {references})", &caps[1])
+                let junk = separator.trim_start_matches(|c: char| c.is_whitespace() || c == ':');
+                format!("{} (see {junk}{references})", &caps[1])
             }
         })
         .into_owned()
@@ -66,6 +71,12 @@ mod tests {
             "Fixes (see #8) éfixes (see #9)"
         );
         assert_eq!(neutralise("FIXES **#8**", Some(7)), "FIXES (see **#8**)");
+        assert_eq!(neutralise("Fixes <!-- -->#8", Some(7)), "Fixes (see <!-- -->#8)");
+        assert_eq!(neutralise("Fixes *#7*", Some(7)), "Fixes (see *#7*)");
+        assert_eq!(
+            neutralise("Fixes [#8](https://x/8)", Some(7)),
+            "Fixes (see [#8](https://x/8))"
+        );
     }
 
     #[test]

@@ -199,13 +199,15 @@ async fn a_closed_task_stays_closed_however_the_model_insists() {
     hub.assert_conformant();
 }
 
-/// References a closing keyword would act on: `#N`, `owner/repo#N`, `GH-N` and issue URLs.
+/// References a closing keyword would act on: `#N`, `owner/repo#N`, `GH-N` and issue URLs, also
+/// when an HTML comment (which renders as nothing) stands between.
 fn closing_references(text: &str) -> Vec<String> {
+    let text = Regex::new(r"(?s)<!--.*?-->").expect("regex").replace_all(text, "");
     let closing = Regex::new(
         r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s*((?:https?://\S+)|(?:[\w.-]+/[\w.-]+)?#\d+|gh-\d+)",
     )
     .expect("regex");
-    closing.captures_iter(text).map(|c| c[1].to_owned()).collect()
+    closing.captures_iter(&text).map(|c| c[1].to_owned()).collect()
 }
 
 /// In a run for #7, the model writes closing keywords for other issues and other repositories
@@ -217,7 +219,7 @@ async fn closing_keywords_close_only_the_runs_issue() {
     let hub = FakeGitHub::start(BOT).await;
     hub.add_issue(issue(7, "Rename the greeting", true));
     let body = "Renames greet.\n\nFixes #8\nResolves other/repo#1, closes: GH-3\n\
-                Fixes https://github.com/other/repo/issues/1\nFIXED owner/name#9\nfixes #7";
+                Fixes https://github.com/other/repo/issues/1\nFIXED owner/name#9\nCloses <!-- -->#10\nfixes #7";
     let script = Script::new(&[
         reply(
             "propose",
