@@ -37,8 +37,8 @@ impl Tool for CreatePullRequest {
         // What the model wrote is posted with the bot's account: no mention in it notifies
         // anyone, and the title closes nothing (the body's closing references are settled by
         // `body_with_issue` wherever the body is sent).
-        let title = posted_text(ctx, args::required_str(arguments, "title")?.trim());
-        let title = crate::forge::closing::neutralise(&title, None);
+        let written_title = ctx.redactor.redact(args::required_str(arguments, "title")?.trim());
+        let title = crate::forge::closing::neutralise(&posted_text(ctx, &written_title), None);
         let body = posted_text(ctx, args::required_str(arguments, "body")?);
         if title.is_empty() {
             return Err(ToolError::model("title is empty"));
@@ -50,7 +50,8 @@ impl Tool for CreatePullRequest {
             None => BranchChoice {
                 cycle_branch: ctx.cycle_branch,
                 issue,
-                title: &title,
+                // Named after the title as written: what is made inert does not rename it.
+                title: &written_title,
                 task_key: ctx.task_key,
                 open: ctx.open_pull_requests,
             }
