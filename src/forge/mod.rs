@@ -252,6 +252,14 @@ pub trait Forge: Send + Sync {
     }
 }
 
+/// Model text as the bot posts it with its account (pull request titles and bodies, questions,
+/// review replies, findings): its `@` mentions notify nobody ([`crate::text::neutralise_mentions`])
+/// and the hidden markers upkeep reads back as its own word are quoted ([`task::inert_markers`]).
+/// Closing keywords are settled where the body is finalised ([`body_with_issue`]).
+pub fn postable(model_text: &str) -> String {
+    task::inert_markers(&crate::text::neutralise_mentions(model_text))
+}
+
 /// The body a pull request and its commit carry: closing references the model wrote to
 /// anything but the issue worked made inert ([`closing::neutralise`]), and `Closes #N` added
 /// when the body does not already close the issue with a closing keyword: GitHub closes an

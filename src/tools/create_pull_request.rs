@@ -222,7 +222,7 @@ async fn answer_review(
 /// Model text the bot will post: secrets redacted, mentions and upkeep's own hidden markers made
 /// inert.
 fn posted_text(ctx: &ToolContext<'_>, text: &str) -> String {
-    crate::forge::task::inert_markers(&crate::text::neutralise_mentions(&ctx.redactor.redact(text)))
+    crate::forge::postable(&ctx.redactor.redact(text))
 }
 
 fn fatal(error: WorkspaceError) -> ToolError {
