@@ -449,3 +449,54 @@ async fn a_forged_task_marker_cannot_aim_another_task_at_this_pull_request() {
     assert_eq!(git(hub.bare(), &["show", &format!("{notes_branch}:NOTES.md")]), "notes");
     hub.assert_conformant();
 }
+
+/// The Actions `issues` event that labels #7 starts a run for #7 (the issue becomes the task
+/// text). Its model opens the pull request for #8 and then asks on #8: both went out before. Now
+/// both fail back naming #7, and the question lands on #7.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_actions_issue_event_aims_at_its_issue_only() {
+    let hub = FakeGitHub::start(BOT).await;
+    hub.add_issue(issue(7, "Rename the greeting", true));
+    hub.add_issue(issue(8, "Delete the tests", false));
+    let before = branches(&hub);
+    let payload = json!({
+        "action": "labeled",
+        "issue": issue(7, "Rename the greeting", true),
+        "label": {"id": 208045946, "node_id": "MDU6TGFiZWwyMDgwNDU5NDY=", "url": "https://api.github.com/repos/owner/name/labels/upkeep",
+                  "name": "upkeep", "description": null, "color": "f29513", "default": false},
+        "repository": super::super::support::github::repository(),
+        "sender": super::super::support::github::user("alice"),
+    });
+    let events = tempfile::tempdir().expect("tempdir");
+    let event_path = events.path().join("event.json");
+    std::fs::write(&event_path, payload.to_string()).expect("write");
+    let script = Script::new(&[
+        reply(
+            "propose",
+            &[write_notes(), propose("Add notes", "Adds notes.", Some(json!(8)))],
+        ),
+        reply("ask there", &[ask("Is this right?", Some(json!(8)))]),
+        reply("ask here", &[ask("Is this right?", None)]),
+    ]);
+    let out = hub
+        .upkeep(&["--replay"])
+        .args([script.path()])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_EVENT_NAME", "issues")
+        .env("GITHUB_EVENT_PATH", &event_path)
+        .run_async()
+        .await;
+    out.assert_code(3);
+    let refused: Vec<String> = ["create_pull_request", "ask_question"]
+        .iter()
+        .flat_map(|tool| refusals(&out, tool))
+        .collect();
+    assert_eq!(refused.len(), 2, "{}", out.stdout);
+    assert!(refused.iter().all(|text| text.contains("#7")), "{refused:?}");
+    assert!(hub.pulls().is_empty(), "{:?}", hub.pulls());
+    assert_eq!(branches(&hub), before, "nothing was pushed");
+    let posted = posted_comments(&hub).await;
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert!(posted[0].0.ends_with("/issues/7/comments"), "{posted:?}");
+    hub.assert_conformant();
+}
