@@ -18,6 +18,7 @@ use crate::instructions::AgentInstructions;
 use crate::repo::WorkTree;
 use crate::tools::declared::DeclaredTool;
 use crate::tools::registry::ExtraTool;
+use crate::tools::targets::{ClosedIssue, Targets};
 use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
 
 /// Largest task file read (the prompt shows its first 16 KiB).
@@ -31,15 +32,13 @@ pub struct Briefing {
     pub system: String,
     pub first_message: String,
     pub open_pull_requests: Vec<OpenPullRequest>,
-    /// The issue calls work on when they name none.
-    pub default_issue: Option<u64>,
+    /// The issues calls may name, and the one they work on when they name none.
+    pub targets: Targets,
     /// The repository's agent instructions file the system prompt carries (AGENTS.md or the
     /// like); the reviewer reads it too.
     pub agent_instructions: Option<AgentInstructions>,
     /// The open pull request the cycle continues, when it does.
     pub continued: Option<ContinuedPullRequest>,
-    /// Branches of bot pull requests closed without merging: their tasks are over.
-    pub closed_branches: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -171,7 +170,6 @@ pub async fn brief(
         [only] if backlog => Some(only.number),
         _ => None,
     };
-    let default_issue = config.issue.or(continued_issue).or(only_issue);
     let tree = FileTree::scan(files, DEFAULT_TREE_BUDGET);
     let rendered = match (&conversation.feedback, &conversation.issue, &config.task) {
         (Some(feedback), _, _) => Some(render::follow_up_task(feedback)),
@@ -192,6 +190,24 @@ pub async fn brief(
         memory::closed_task_branches(&conversation.closed)
     } else {
         Vec::new()
+    };
+    // What the model may aim at is settled here, from what the run was given and the prompt
+    // offers, before the model says anything.
+    let targets = if backlog && config.issue.is_none() && conversation.continued.is_none() {
+        Targets::backlog(
+            issues.iter().map(|issue| issue.number).collect(),
+            only_issue,
+            skipped
+                .iter()
+                .map(|skipped| ClosedIssue {
+                    issue: skipped.issue,
+                    pull_request: skipped.pull_request,
+                })
+                .collect(),
+            closed_tasks.iter().map(|closed| closed.branch.clone()).collect(),
+        )
+    } else {
+        Targets::run_for(config.issue.or(continued_issue))
     };
     let mut sections = Vec::new();
     if let Some(question) = &conversation.answered {
@@ -217,9 +233,8 @@ pub async fn brief(
         system,
         first_message,
         open_pull_requests,
-        default_issue,
+        targets,
         agent_instructions,
         continued: conversation.continued.clone(),
-        closed_branches: closed_tasks.iter().map(|closed| closed.branch.clone()).collect(),
     })
 }

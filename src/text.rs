@@ -2,7 +2,8 @@
 //! text. Prompts, comments, error messages and progress lines all bound what they show; they
 //! share these so every cut lands on a character boundary and says it was cut, and every piece
 //! of repository or forge text shown to a model or a person is fenced or kept to one line the
-//! same way.
+//! same way. Text the bot posts on a forge from model output passes [`neutralise_mentions`], so
+//! it cannot notify people or teams.
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary, and
 /// whether anything was cut.
@@ -97,6 +98,89 @@ pub fn one_line(text: &str) -> String {
     escape_control(text)
 }
 
+/// What is put between `@` and a name so GitHub sees no mention: a zero-width space, invisible
+/// when rendered.
+const MENTION_BREAK: char = '\u{200b}';
+
+/// `text` with every `@` mention made inert, for text the bot posts from model output (pull
+/// request titles and bodies, questions, review replies, summaries): a model that a repository
+/// talked into it must not be able to notify people or whole teams (`@org/team`) with the bot's
+/// account. A zero-width space goes after an `@` that GitHub would read as the start of a
+/// mention: one not preceded by a letter or digit (emphasis, a backslash or a tag around it does
+/// not protect it), followed by anything but white space. `@` written as an HTML character
+/// reference (`&#64;`, `&#x40;`, `&commat;`) is made a plain `@` first, since it renders as one.
+/// Code spans and blocks are treated like the rest: the cost is an invisible character in code,
+/// the gain that no Markdown trick decides what is code. `name@example.com` is left as it is.
+pub fn neutralise_mentions(text: &str) -> String {
+    let text = plain_at_signs(text);
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut previous: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '@' {
+            let joined = previous.is_some_and(|p| p.is_ascii_alphanumeric());
+            let names = chars
+                .peek()
+                .is_some_and(|next| !next.is_whitespace() && *next != MENTION_BREAK);
+            if !joined && names {
+                out.push(MENTION_BREAK);
+            }
+        }
+        previous = Some(c);
+    }
+    out
+}
+
+/// `text` with the HTML character references for `@` written as `@`. A decimal or hexadecimal
+/// reference counts with or without its `;` (HTML parsers accept both), with any leading zeros.
+fn plain_at_signs(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('&') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match at_reference_len(rest) {
+            Some(len) => {
+                out.push('@');
+                rest = &rest[len..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// The length of the reference to `@` that `text` starts with, if it starts with one.
+fn at_reference_len(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if bytes.len() >= 8 && bytes[..8].eq_ignore_ascii_case(b"&commat;") {
+        return Some(8);
+    }
+    let (radix, start) = match bytes.get(1..3) {
+        Some([b'#', b'x' | b'X']) => (16, 3),
+        Some([b'#', _]) => (10, 2),
+        _ => return None,
+    };
+    let digits = bytes[start..]
+        .iter()
+        .take_while(|b| (**b as char).is_digit(radix))
+        .count();
+    let value = u32::from_str_radix(&text[start..start + digits], radix).ok()?;
+    if digits == 0 || value != u32::from('@') {
+        return None;
+    }
+    let end = start + digits;
+    Some(if bytes.get(end) == Some(&b';') { end + 1 } else { end })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +202,26 @@ mod tests {
         assert_eq!(escape_terminal("a\u{1b}[2Jb\nc\rd\te"), "a\\u{1b}[2Jb\nc\\u{d}d\te");
         assert_eq!(escape_terminal("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");
         assert_eq!(escape_control("plain é"), "plain é");
+    }
+
+    #[test]
+    fn mentions_are_made_inert_and_emails_are_kept() {
+        let z = MENTION_BREAK;
+        assert_eq!(neutralise_mentions("cc @alice"), format!("cc @{z}alice"));
+        assert_eq!(neutralise_mentions("@acme/team"), format!("@{z}acme/team"));
+        assert_eq!(
+            neutralise_mentions("_@erin_ `@frank` \\@grace"),
+            format!("_@{z}erin_ `@{z}frank` \\@{z}grace")
+        );
+        assert_eq!(
+            neutralise_mentions("&#64;carol &#x40;dan &COMMAT;eve &#0064x"),
+            format!("@{z}carol @{z}dan @{z}eve @{z}x")
+        );
+        assert_eq!(
+            neutralise_mentions("&#640; &amp; & @ me@example.com"),
+            "&#640; &amp; & @ me@example.com"
+        );
+        let once = neutralise_mentions("@alice");
+        assert_eq!(neutralise_mentions(&once), once, "applying it twice changes nothing");
     }
 }

@@ -15,6 +15,7 @@ pub use conversation::{
     ReviewThread, Role,
 };
 
+pub mod closing;
 pub mod conversation;
 pub mod dry_run;
 pub mod github;
@@ -280,17 +281,28 @@ pub trait Forge: Send + Sync {
     }
 }
 
-/// The body with `Closes #N` added when it does not already close the issue with a closing
-/// keyword: GitHub closes an issue on merge only for `close`/`fix`/`resolve` (and their forms)
-/// before `#N`, so a body that merely mentions `#N` still needs the line.
+/// Model text as the bot posts it with its account (pull request titles and bodies, questions,
+/// review replies, findings): its `@` mentions notify nobody ([`crate::text::neutralise_mentions`])
+/// and the hidden markers upkeep reads back as its own word are quoted ([`task::inert_markers`]).
+/// Closing keywords are settled where the body is finalised ([`body_with_issue`]).
+pub fn postable(model_text: &str) -> String {
+    task::inert_markers(&crate::text::neutralise_mentions(model_text))
+}
+
+/// The body a pull request and its commit carry: closing references the model wrote to
+/// anything but the issue worked made inert ([`closing::neutralise`]), and `Closes #N` added
+/// when the body does not already close the issue with a closing keyword: GitHub closes an
+/// issue on merge only for `close`/`fix`/`resolve` (and their forms) before `#N`, so a body that
+/// merely mentions `#N` still needs the line.
 pub fn body_with_issue(body: &str, issue: Option<u64>) -> String {
+    let body = closing::neutralise(body, issue);
     let Some(number) = issue else {
-        return body.to_owned();
+        return body;
     };
     let closing = regex::Regex::new(&format!(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?):?\s+#{number}\b"))
-        .is_ok_and(|keyword| keyword.is_match(body));
+        .is_ok_and(|keyword| keyword.is_match(&body));
     if closing {
-        body.to_owned()
+        body
     } else {
         format!("{}\n\nCloses #{number}", body.trim_end())
     }
@@ -338,7 +350,7 @@ mod tests {
         );
         assert_eq!(body_with_issue("Fixes #7.", Some(7)), "Fixes #7.");
         assert_eq!(body_with_issue("resolves: #7", Some(7)), "resolves: #7");
-        assert_eq!(body_with_issue("Closes #70", Some(7)), "Closes #70\n\nCloses #7");
+        assert_eq!(body_with_issue("Closes #70", Some(7)), "Closes (see #70)\n\nCloses #7");
         assert_eq!(body_with_issue("No issue.", None), "No issue.");
     }
 }

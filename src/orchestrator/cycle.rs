@@ -197,12 +197,11 @@ impl Runner<'_> {
             redactor: self.events.redactor(),
             cancel: self.cancel,
             identity: &config.identity,
-            default_issue: briefing.default_issue,
+            targets: &briefing.targets,
             cycle_branch: None,
             open_pull_requests: &briefing.open_pull_requests,
             task_key: task_key.as_deref(),
             continued: briefing.continued.as_ref(),
-            closed_branches: &briefing.closed_branches,
             agents: None,
         };
         // Said once: every cycle builds the same team.

@@ -1,5 +1,6 @@
 //! `ask_question`: stop and show a question to a human. Ends the cycle (and, in continuous
-//! mode, the run) with exit code 3; the forge posts it where the human will see it.
+//! mode, the run) with exit code 3; the forge posts it where the human will see it: on the
+//! run's issue, or one the run may name ([`super::targets`]), with its mentions made inert.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -26,7 +27,7 @@ impl Tool for AskQuestion {
                 (
                     "issue",
                     "integer",
-                    "number of the issue the question is about, if any",
+                    "the issue the question is about: one the first message offers; leave it out to ask on the run's own issue",
                     false,
                 ),
             ]),
@@ -38,9 +39,10 @@ impl Tool for AskQuestion {
         if question.is_empty() {
             return Err(ToolError::model("question_text is empty"));
         }
-        let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
+        // Where the question is posted is the run's decision, not the model's.
+        let issue = ctx.targets.issue(args::optional_number(arguments, "issue")?)?;
         Ok(ToolOutput::EndCycle(CycleEnd::Question {
-            question: ctx.redactor.redact(question),
+            question: crate::forge::postable(&ctx.redactor.redact(question)),
             issue,
         }))
     }

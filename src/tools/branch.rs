@@ -6,7 +6,9 @@
 //! title the model picks this time), or for the same task text (`--task`, recognised by a key
 //! the forge keeps with the pull request: a hidden marker in a GitHub body, a git config value
 //! beside a local branch's description). Any other task whose title slugs to a taken name
-//! gets a distinct one (`-2`, `-3`...), so two tasks never overwrite each other's work.
+//! gets a distinct one (`-2`, `-3`...), so two tasks never overwrite each other's work. A task
+//! without an issue never gets a name that reads as an issue's (`upkeep/task-8-...`, not
+//! `upkeep/8-...`).
 
 use crate::forge::OpenPullRequest;
 use crate::repo::BOT_BRANCH_PREFIX;
@@ -25,6 +27,15 @@ pub fn branch_name(issue: Option<u64>, title: &str) -> String {
     }
     match issue {
         Some(number) => format!("{BOT_BRANCH_PREFIX}{number}-{slug}"),
+        // `upkeep/<N>-...` means "the work of issue N" to every later run (its open pull
+        // request, its closing memory, its follow-ups): a title must not claim that name.
+        None if slug
+            .split('-')
+            .next()
+            .is_some_and(|first| first.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            format!("{BOT_BRANCH_PREFIX}task-{slug}")
+        }
         None => format!("{BOT_BRANCH_PREFIX}{slug}"),
     }
 }
@@ -109,6 +120,9 @@ mod tests {
         );
         assert_eq!(branch_name(None, "Add CONTRIBUTING.md"), "upkeep/add-contributing-md");
         assert_eq!(branch_name(None, "???"), "upkeep/change");
+        assert_eq!(branch_name(None, "8 notes"), "upkeep/task-8-notes");
+        assert_eq!(branch_name(None, "2024"), "upkeep/task-2024");
+        assert_eq!(branch_name(None, "v2 notes"), "upkeep/v2-notes");
         assert!(branch_name(None, &"very long title ".repeat(20)).len() <= BOT_BRANCH_PREFIX.len() + MAX_SLUG_CHARS);
     }
 

@@ -31,12 +31,18 @@ impl Tool for CreatePullRequest {
     }
 
     async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let title = ctx.redactor.redact(args::required_str(arguments, "title")?.trim());
-        let body = ctx.redactor.redact(args::required_str(arguments, "body")?);
+        // Which issue this is for is the run's decision ([`super::targets`]), checked before
+        // anything is committed, reviewed or pushed.
+        let issue = ctx.targets.issue(args::optional_number(arguments, "issue")?)?;
+        // What the model wrote is posted with the bot's account: no mention in it notifies
+        // anyone, and the title closes nothing (the body's closing references are settled by
+        // `body_with_issue` wherever the body is sent).
+        let written_title = ctx.redactor.redact(args::required_str(arguments, "title")?.trim());
+        let title = crate::forge::closing::neutralise(&posted_text(ctx, &written_title), None);
+        let body = posted_text(ctx, args::required_str(arguments, "body")?);
         if title.is_empty() {
             return Err(ToolError::model("title is empty"));
         }
-        let issue = args::optional_number(arguments, "issue")?.or(ctx.default_issue);
         let replies = replies(arguments, ctx)?;
         let branch = match ctx.continued {
             // The pull request being continued takes the commit, whatever the title says.
@@ -44,13 +50,14 @@ impl Tool for CreatePullRequest {
             None => BranchChoice {
                 cycle_branch: ctx.cycle_branch,
                 issue,
-                title: &title,
+                // Named after the title as written: what is made inert does not rename it.
+                title: &written_title,
                 task_key: ctx.task_key,
                 open: ctx.open_pull_requests,
             }
             .pick(),
         };
-        if ctx.cycle_branch.is_none() && ctx.closed_branches.contains(&branch) {
+        if ctx.cycle_branch.is_none() && ctx.targets.closed_branch(&branch) {
             return Err(ToolError::model(format!(
                 "a pull request on {branch} was closed without merging: that task is over (see \"Closed without merging\" in the first message). Pick another task, or, if this is a different task, give it a different title"
             )));
@@ -93,7 +100,7 @@ impl Tool for CreatePullRequest {
         let body = match approval {
             super::delegate::Approval::Approved => body,
             super::delegate::Approval::OpenWithFindings { section } => {
-                format!("{}\n\n{}", body.trim_end(), ctx.redactor.redact(&section))
+                format!("{}\n\n{}", body.trim_end(), posted_text(ctx, &section))
             }
         };
         let draft = PullRequestDraft {
@@ -129,7 +136,12 @@ fn parameters() -> Value {
     let mut schema = object_schema(&[
         ("title", "string", "pull request title, imperative and specific", true),
         ("body", "string", "what changed and why, in Markdown", true),
-        ("issue", "integer", "number of the issue this resolves, if any", false),
+        (
+            "issue",
+            "integer",
+            "the issue this resolves: one the first message offers; leave it out to work the run's own issue",
+            false,
+        ),
     ]);
     schema["properties"]["replies"] = json!({
         "type": "array",
@@ -179,7 +191,7 @@ fn replies(arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<Vec<
                 }
             )));
         }
-        replies.push((id, ctx.redactor.redact(body)));
+        replies.push((id, posted_text(ctx, body)));
     }
     Ok(replies)
 }
@@ -205,6 +217,12 @@ async fn answer_review(
         Ok(posted) => pull_request.answers = posted,
         Err(error) => pull_request.answers = vec![format!("the review was not answered: {error}")],
     }
+}
+
+/// Model text the bot will post: secrets redacted, mentions and upkeep's own hidden markers made
+/// inert.
+fn posted_text(ctx: &ToolContext<'_>, text: &str) -> String {
+    crate::forge::postable(&ctx.redactor.redact(text))
 }
 
 fn fatal(error: WorkspaceError) -> ToolError {

@@ -30,6 +30,7 @@ pub mod registry;
 pub mod run_shell_command;
 pub mod search_files;
 pub mod spec;
+pub mod targets;
 pub mod write_file;
 
 pub use registry::{Lookup, ToolRegistry, ToolSelection};
@@ -92,8 +93,9 @@ pub struct ToolContext<'a> {
     pub redactor: &'a crate::secrets::Redactor,
     pub cancel: &'a CancellationToken,
     pub identity: &'a crate::repo::Identity,
-    /// The issue the run was started for, used when a call gives no `issue` argument.
-    pub default_issue: Option<u64>,
+    /// The issues calls may name, and the one a call that names none works on: the model
+    /// chooses content, never where the bot posts, pushes or closes.
+    pub targets: &'a targets::Targets,
     /// Pull requests opened or updated earlier in this cycle, so a second
     /// `create_pull_request` updates the same branch instead of opening another.
     pub cycle_branch: Option<&'a str>,
@@ -105,8 +107,6 @@ pub struct ToolContext<'a> {
     /// The bot's open pull request this cycle continues (a review follow-up, or an answered
     /// question on an issue that has one): its branch takes the commit, pushed on top.
     pub continued: Option<&'a crate::forge::ContinuedPullRequest>,
-    /// Branches of bot pull requests closed without merging: proposing one again is refused.
-    pub closed_branches: &'a [String],
     /// The calling agent's execution context and sub-agents (`delegate`, the reviewer and checks
     /// before a push); set by the turn loop for every call, `None` where there are none.
     pub agents: Option<&'a dyn delegate::SubAgents>,

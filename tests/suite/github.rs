@@ -10,6 +10,7 @@
 mod api_errors;
 mod pull_requests;
 mod questions;
+mod targets;
 mod token;
 
 use std::path::{Path, PathBuf};

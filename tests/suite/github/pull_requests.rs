@@ -75,8 +75,15 @@ async fn a_labelled_issue_becomes_a_pull_request_that_closes_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_run_updates_the_open_pull_request_instead_of_opening_another() {
     let hub = GitHub::start().await;
-    let branch = "upkeep/7-fix-the-typo";
-    let existing = pull_json(42, branch, "Fix the typo");
+    // The task is recognised by the key its pull request carries (a run may not aim at an
+    // issue it was not given, so the task is the text, as in `--task`).
+    let task = "fix the typo again";
+    let branch = "upkeep/fix-the-typo";
+    let mut existing = pull_json(42, branch, "Fix the typo");
+    existing["body"] = json!(format!(
+        "Fixes it.\n\n<!-- upkeep:task {} -->",
+        upkeep::forge::task::task_key(task)
+    ));
     Mock::given(method("GET"))
         .and(path(PULLS))
         .and(query_param("head", format!("{OWNER}:{branch}")))
@@ -108,9 +115,9 @@ async fn a_second_run_updates_the_open_pull_request_instead_of_opening_another()
         "README.md",
         "# Sample\n\nHello, world!\n",
         "Fix the typo",
-        Some(7),
+        None,
     )]);
-    let out = hub.run(&script, &["--task", "fix the typo of issue 7 again"]);
+    let out = hub.run(&script, &["--task", task]);
     out.assert_code(0);
 
     let patches = hub.requests("PATCH", &format!("{PULLS}/42")).await;
@@ -118,7 +125,7 @@ async fn a_second_run_updates_the_open_pull_request_instead_of_opening_another()
     assert_eq!(sent["title"], "Fix the typo");
     let body = sent["body"].as_str().unwrap_or("");
     assert!(
-        body.contains("Updates README.md.") && body.contains("Closes #7"),
+        body.contains("Updates README.md.") && body.contains("<!-- upkeep:task "),
         "{sent}"
     );
     let result = result_of(&out, "create_pull_request");
