@@ -2,7 +2,10 @@
 //! summary or annotations; outside Actions nothing is written.
 
 use serde_json::json;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use super::super::support::model_api::openai_error;
 use super::super::support::{Script, TestRepo, Upkeep, finish, reply, run_replay};
 use super::{Runner, paused_span};
 
@@ -119,4 +122,103 @@ fn outside_actions_nothing_is_written() {
         "earlier=kept\n"
     );
     assert!(!out.stderr.contains("::stop-commands::"));
+}
+
+/// Text a provider sends back in an error: an ANSI colour, a bell, and a second line that reads
+/// like a workflow command. A provider (or whoever sits between upkeep and it) controls this
+/// text, so it must reach the runner and the terminal as inert, visible text.
+const HOSTILE_PROVIDER_ERROR: &str =
+    "quota \u{1b}[31mexceeded\u{7}\n::set-output name=pwned::yes\n::error::forged by the provider";
+
+/// Reproduces a provider's error text reaching the `::error::` annotation, the job summary and
+/// the step outputs with its ESC and BEL as they are: the annotation line and the summary are
+/// read by people and by the runner, so every control character must arrive escaped, no line
+/// of it may act as a workflow command, and `--json` must still keep the exact text.
+#[tokio::test]
+async fn a_provider_error_with_control_characters_reaches_no_runner_sink_raw() {
+    let server = MockServer::start().await;
+    let error = openai_error(HOSTILE_PROVIDER_ERROR, "invalid_request_error", None, None);
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(error))
+        .mount(&server)
+        .await;
+    let repo = TestRepo::new();
+    let runner = Runner::new();
+    let out = runner
+        .upkeep()
+        .args(["run", "--json", "--task", "t", "--provider", "openai", "--base-url"])
+        .args([format!("{}/v1", server.uri())])
+        .args(["--repo"])
+        .args([repo.path()])
+        .run_async()
+        .await;
+    out.assert_code(1);
+
+    // --json keeps the provider's text exactly.
+    let finished = out.events_of("run_finished");
+    let exact = finished[0]["error"].as_str().expect("run_finished.error");
+    assert!(exact.contains(HOSTILE_PROVIDER_ERROR), "{exact:?}");
+
+    let outputs_text = std::fs::read_to_string(runner.output_path()).expect("outputs");
+    let summary = runner.summary();
+    for (what, text) in [
+        ("outputs", &outputs_text),
+        ("summary", &summary),
+        ("stderr", &out.stderr),
+    ] {
+        assert_no_raw_control(what, text);
+    }
+    assert!(!runner.outputs().contains_key("pwned"), "{outputs_text}");
+    assert!(summary.contains("\\u{1b}[31mexceeded\\u{7}"), "{summary}");
+
+    // After commands resume, the only workflow command is upkeep's own annotation, on one line.
+    let (_, resumed) = paused_span(&out.stderr);
+    let after: Vec<&str> = out.stderr[resumed..].lines().skip(1).collect();
+    assert_eq!(after.len(), 1, "{after:#?}");
+    assert!(
+        after[0].starts_with("::error::upkeep failed (exit code 1): "),
+        "{after:#?}"
+    );
+    assert!(after[0].contains("%0A::set-output name=pwned::yes%0A"), "{after:#?}");
+}
+
+/// Reproduces the model's question reaching the `question` output and the job summary with its
+/// control characters raw: a question is the model's text, as untrusted as a provider's.
+#[test]
+fn a_question_with_control_characters_reaches_the_outputs_and_summary_escaped() {
+    let repo = TestRepo::new();
+    let runner = Runner::new();
+    let question = "Which \u{1b}]0;pwned\u{7}colour?\r\nquestion=forged";
+    let script = Script::with_usage(
+        &[reply("ask", &[("ask_question", json!({"question_text": question}))])],
+        1200,
+        345,
+    );
+    let out = run_replay(runner.upkeep(), &repo, &script, &["--task", "t"]);
+    out.assert_code(3);
+    assert_eq!(out.events_of("question")[0]["question"], question, "--json stays exact");
+    let outputs_text = std::fs::read_to_string(runner.output_path()).expect("outputs");
+    let summary = runner.summary();
+    for (what, text) in [
+        ("outputs", &outputs_text),
+        ("summary", &summary),
+        ("stderr", &out.stderr),
+    ] {
+        assert_no_raw_control(what, text);
+    }
+    let outputs = runner.outputs();
+    assert_eq!(
+        outputs["question"],
+        "Which \\u{1b}]0;pwned\\u{7}colour?\\u{d}\nquestion=forged"
+    );
+}
+
+/// No character that can move a terminal's cursor, recolour it or hide a line (line breaks and
+/// tabs aside: the sinks' own formats use them).
+fn assert_no_raw_control(what: &str, text: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|c| *c != '\n' && *c != '\t' && (c.is_control() || ('\u{202a}'..='\u{202e}').contains(c)))
+        .collect();
+    assert!(raw.is_empty(), "{what} holds raw control characters {raw:?}:\n{text:?}");
 }
