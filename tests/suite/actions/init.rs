@@ -1,9 +1,10 @@
-//! `upkeep init`: the config and the workflow written, the current directory by default, and an
-//! existing file never overwritten.
+//! `upkeep init`: the config and the workflow written, the current directory by default, an
+//! existing file never overwritten, and nothing written through a symlink or outside a git work
+//! tree's root.
 
 use std::path::Path;
 
-use super::super::support::{RunOutput, Script, TestRepo, Upkeep, finish, run_replay};
+use super::super::support::{RunOutput, Script, TestRepo, Upkeep, finish, git, run_replay};
 use super::workflows;
 
 fn init(dir: &Path) -> RunOutput {
@@ -49,6 +50,7 @@ fn init_writes_the_config_and_the_workflow() {
 #[test]
 fn init_defaults_to_the_current_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
+    git(dir.path(), &["init", "-q"]);
     let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("upkeep"))
         .arg("init")
         .current_dir(dir.path())
@@ -97,4 +99,92 @@ fn init_refuses_to_overwrite_and_then_writes_nothing() {
     );
 
     init(&repo.path().join("no-such-dir")).assert_code(2);
+}
+
+/// Every file under `dir`, recursively (symlinks not followed), relative to it.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).expect("readable") {
+            let entry = entry.expect("entry");
+            let kind = entry.file_type().expect("type");
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else {
+                found.push(entry.path().strip_prefix(dir).expect("under").display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Reproduces `upkeep init` following a `.github` that is a symlink to a directory elsewhere
+/// (a repository can commit one): the workflow landed outside the repository. init must write
+/// nothing, anywhere, and say why (exit 2).
+#[test]
+fn init_refuses_a_github_directory_that_is_a_symlink_to_elsewhere() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(outside.path(), repo.path().join(".github")).expect("symlink");
+    let out = init(repo.path());
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(".github") && out.stderr.contains("symlink"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        files_under(outside.path()),
+        Vec::<String>::new(),
+        "nothing written outside"
+    );
+    assert!(!repo.path().join(".upkeep.toml").exists(), "nothing written at all");
+
+    // The same with `init --fleet`, which writes only under .github.
+    let out = Upkeep::new()
+        .args(["init", "--fleet", "--repo-dir"])
+        .args([repo.path()])
+        .run();
+    out.assert_code(2);
+    assert_eq!(files_under(outside.path()), Vec::<String>::new());
+}
+
+/// Reproduces the same one level down: `.github/workflows` a symlink (here to a directory
+/// inside the repository: still refused, a symlinked ancestor is never followed).
+#[test]
+fn init_refuses_a_workflows_directory_that_is_a_symlink() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".github")).expect("mkdir");
+    std::fs::create_dir_all(repo.path().join("elsewhere")).expect("mkdir");
+    std::os::unix::fs::symlink("../elsewhere", repo.path().join(".github/workflows")).expect("symlink");
+    let out = init(repo.path());
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(".github/workflows") && out.stderr.contains("symlink"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(files_under(&repo.path().join("elsewhere")), Vec::<String>::new());
+    assert!(!repo.path().join(".upkeep.toml").exists());
+}
+
+/// Reproduces init writing into whatever directory it is given: a subfolder of a work tree (the
+/// workflow would sit where GitHub never reads it) or a directory that is no repository at all.
+/// Both are refused with exit 2 and nothing written.
+#[test]
+fn init_refuses_a_directory_that_is_not_a_work_trees_root() {
+    let repo = TestRepo::new();
+    let sub = repo.path().join("src");
+    let out = init(&sub);
+    out.assert_code(2);
+    assert!(out.stderr.contains("not the root of a git work tree"), "{}", out.stderr);
+    assert_eq!(files_under(&sub), ["lib.rs"]);
+
+    let plain = tempfile::tempdir().expect("tempdir");
+    let out = init(plain.path());
+    out.assert_code(2);
+    assert!(out.stderr.contains("not the root of a git work tree"), "{}", out.stderr);
+    assert_eq!(files_under(plain.path()), Vec::<String>::new());
 }

@@ -305,6 +305,7 @@ fn the_fleet_workflow_is_a_scheduled_matrix_of_shards() {
 #[test]
 fn init_fleet_writes_the_workflow() {
     let dir = tempfile::tempdir().expect("tempdir");
+    super::super::support::git(dir.path(), &["init", "-q"]);
     let out = super::super::support::Upkeep::new()
         .args(["init", "--fleet", "--repo-dir"])
         .args([dir.path()])
