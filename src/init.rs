@@ -12,6 +12,14 @@
 //! the root of a git work tree (exit 2 elsewhere), where GitHub and upkeep read the files.
 //! The templates are embedded at build time from `templates/`.
 //!
+//! The workflows use upkeep's own action pinned to a full commit, as every action is pinned
+//! (DESIGN section 8): `uses: upkeep-bot/upkeep@<40-hex> # v0.1.0`, the commit this build was
+//! made from (embedded by `build.rs`: the release's commit, a published crate's, or a
+//! checkout's HEAD). A build that knows no commit refuses to write a workflow (exit 2) rather
+//! than write a movable tag or a made-up commit. init also writes `.github/dependabot.yml`
+//! (Dependabot's `github-actions` ecosystem) so the pin moves with each release; that one file
+//! is optional: when the repository already has one, init leaves it and says to check it.
+//!
 //! `upkeep init --fleet` writes `.github/workflows/upkeep-fleet.yml` instead: the workflow that
 //! runs `upkeep fleet` over an organisation as a matrix of shards (DESIGN section 13), for the
 //! repository that operates the fleet.
@@ -36,6 +44,62 @@ pub const WORKFLOW_FILE: &str = ".github/workflows/upkeep.yml";
 pub const FLEET_WORKFLOW_TEMPLATE: &str = include_str!("../templates/upkeep-fleet.yml");
 /// Where `init --fleet` writes it.
 pub const FLEET_WORKFLOW_FILE: &str = ".github/workflows/upkeep-fleet.yml";
+/// The Dependabot config `init` writes where the repository has none.
+pub const DEPENDABOT_TEMPLATE: &str = include_str!("../templates/dependabot.yml");
+/// Where it goes.
+pub const DEPENDABOT_FILE: &str = ".github/dependabot.yml";
+
+/// upkeep's own action, as workflows name it.
+pub const ACTION_REPOSITORY: &str = "upkeep-bot/upkeep";
+/// The commit this build was made from (see `build.rs`), empty when it knows none.
+pub const ACTION_COMMIT: &str = env!("UPKEEP_ACTION_COMMIT");
+/// Where [`ACTION_COMMIT`] came from: `release`, `crate`, `checkout` or `none`.
+pub const ACTION_COMMIT_SOURCE: &str = env!("UPKEEP_ACTION_COMMIT_SOURCE");
+/// What the workflow templates hold where upkeep's action goes.
+const ACTION_PLACEHOLDER: &str = "{upkeep_action}";
+
+/// `upkeep-bot/upkeep@<commit> # v<version>`: upkeep's action pinned to this build's commit.
+pub fn action_reference() -> Result<String, InitError> {
+    if ACTION_COMMIT.is_empty() {
+        return Err(InitError::UnknownCommit);
+    }
+    Ok(format!(
+        "{ACTION_REPOSITORY}@{ACTION_COMMIT} # v{}",
+        env!("CARGO_PKG_VERSION")
+    ))
+}
+
+/// A workflow template as `init` writes it: upkeep's action pinned ([`action_reference`]).
+pub fn pinned(template: &str) -> Result<String, InitError> {
+    Ok(template.replace(ACTION_PLACEHOLDER, &action_reference()?))
+}
+
+/// The workflow `init` writes, upkeep's action pinned.
+pub fn workflow() -> Result<String, InitError> {
+    pinned(WORKFLOW_TEMPLATE)
+}
+
+/// The workflow `init --fleet` writes, upkeep's action pinned.
+pub fn fleet_workflow() -> Result<String, InitError> {
+    pinned(FLEET_WORKFLOW_TEMPLATE)
+}
+
+/// Whether `init` may leave a file alone when it exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Presence {
+    /// Written, or nothing is: an existing one stops init.
+    Required,
+    /// Written when absent; an existing one is the repository's and is kept.
+    Optional,
+}
+
+/// What `init` did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    pub created: Vec<PathBuf>,
+    /// Optional files that existed and were left as they are.
+    pub kept: Vec<PathBuf>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
@@ -47,6 +111,13 @@ pub enum InitError {
     Symlink(PathBuf),
     #[error("{} is not the root of a git work tree (it has no .git); nothing was written (run upkeep init at the repository's top level)", .0.display())]
     NotAWorkTreeRoot(PathBuf),
+    #[error(
+        "this build of upkeep does not know the commit it was built from (UPKEEP_ACTION_COMMIT_SOURCE=none: \
+         no UPKEEP_RELEASE_COMMIT, no .cargo_vcs_info.json, no git checkout), so it cannot pin its own \
+         action in the workflow; nothing was written (install a release build, or build from a git \
+         checkout of upkeep)"
+    )]
+    UnknownCommit,
     #[error("writing {}: {source}", path.display())]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -57,7 +128,8 @@ impl InitError {
             InitError::Exists(_)
             | InitError::NotADirectory(_)
             | InitError::Symlink(_)
-            | InitError::NotAWorkTreeRoot(_) => ExitStatus::Usage,
+            | InitError::NotAWorkTreeRoot(_)
+            | InitError::UnknownCommit => ExitStatus::Usage,
             InitError::Io { .. } => ExitStatus::Failure,
         }
     }
@@ -69,7 +141,7 @@ pub fn run(args: &InitArgs) -> ExitStatus {
             init_fleet(&args.repo_dir),
             "\nNext: add the secrets UPKEEP_FLEET_TOKEN (a token that can work the fleet's repositories)\n\
              and OPENAI_API_KEY to the `upkeep` environment (Settings > Environments), put the topic\n\
-             `upkeep` on the repositories to work, and commit the file. See upkeep's docs/fleet.md.",
+             `upkeep` on the repositories to work, and commit the files. See upkeep's docs/fleet.md.",
         )
     } else {
         (
@@ -77,14 +149,21 @@ pub fn run(args: &InitArgs) -> ExitStatus {
             "\nNext: add your model provider's API key as the secret OPENAI_API_KEY of the `upkeep`\n\
              environment (Settings > Environments; or as a repository secret), allow GitHub\n\
              Actions to create pull requests (Settings > Actions > General), create the `upkeep`\n\
-             label, and commit both files. Then label an issue `upkeep`.",
+             label, and commit the files. Then label an issue `upkeep`.",
         )
     };
     match result {
         Ok(written) => {
             let mut stdout = std::io::stdout().lock();
-            for path in &written {
+            for path in &written.created {
                 let _ = writeln!(stdout, "created {}", path.display());
+            }
+            for path in &written.kept {
+                let _ = writeln!(
+                    stdout,
+                    "kept {} (it exists): make sure it has a `github-actions` entry, so Dependabot keeps the pinned upkeep action current",
+                    path.display()
+                );
             }
             let _ = writeln!(stdout, "{next}");
             ExitStatus::Done
@@ -96,33 +175,53 @@ pub fn run(args: &InitArgs) -> ExitStatus {
     }
 }
 
-/// Writes both files into `dir`; returns their paths. Checks both before writing either, and
-/// creates each with `create_new`, so a file that appears meanwhile is not overwritten either.
-pub fn init(dir: &Path) -> Result<Vec<PathBuf>, InitError> {
+/// Writes `.upkeep.toml`, the workflow and (where there is none) `.github/dependabot.yml` into
+/// `dir`. Checks every file before writing any, and creates each with `create_new`, so a file
+/// that appears meanwhile is not overwritten either.
+pub fn init(dir: &Path) -> Result<Written, InitError> {
     write_files(
         dir,
-        &[(REPO_CONFIG_FILE, CONFIG_TEMPLATE), (WORKFLOW_FILE, WORKFLOW_TEMPLATE)],
+        &[
+            (REPO_CONFIG_FILE, CONFIG_TEMPLATE.to_owned(), Presence::Required),
+            (WORKFLOW_FILE, pinned(WORKFLOW_TEMPLATE)?, Presence::Required),
+            (DEPENDABOT_FILE, DEPENDABOT_TEMPLATE.to_owned(), Presence::Optional),
+        ],
     )
 }
 
-/// Writes the fleet workflow into `dir`, on the same terms as [`init`].
-pub fn init_fleet(dir: &Path) -> Result<Vec<PathBuf>, InitError> {
-    write_files(dir, &[(FLEET_WORKFLOW_FILE, FLEET_WORKFLOW_TEMPLATE)])
+/// Writes the fleet workflow (and the Dependabot config) into `dir`, on the same terms as
+/// [`init`].
+pub fn init_fleet(dir: &Path) -> Result<Written, InitError> {
+    write_files(
+        dir,
+        &[
+            (
+                FLEET_WORKFLOW_FILE,
+                pinned(FLEET_WORKFLOW_TEMPLATE)?,
+                Presence::Required,
+            ),
+            (DEPENDABOT_FILE, DEPENDABOT_TEMPLATE.to_owned(), Presence::Optional),
+        ],
+    )
 }
 
-fn write_files(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, InitError> {
+fn write_files(dir: &Path, files: &[(&str, String, Presence)]) -> Result<Written, InitError> {
     let root = open_work_tree_root(dir)?;
     // Every file checked before any is written: all or nothing.
-    for (file, _) in files {
+    let mut kept = Vec::new();
+    for (file, _, presence) in files {
         let (parents, name) = split(file);
         if let Some(parent) = open_parents(&root, dir, &parents, Missing::Stop)? {
             if parent.symlink_metadata(name).is_ok() {
-                return Err(InitError::Exists(dir.join(file)));
+                match presence {
+                    Presence::Required => return Err(InitError::Exists(dir.join(file))),
+                    Presence::Optional => kept.push(*file),
+                }
             }
         }
     }
     let mut written: Vec<(Dir, &str, PathBuf)> = Vec::new();
-    for (file, content) in files {
+    for (file, content, _) in files.iter().filter(|(file, _, _)| !kept.contains(file)) {
         let (parents, name) = split(file);
         let path = dir.join(file);
         let result = open_parents(&root, dir, &parents, Missing::Create).and_then(|parent| {
@@ -141,7 +240,10 @@ fn write_files(dir: &Path, files: &[(&str, &str)]) -> Result<Vec<PathBuf>, InitE
             }
         }
     }
-    Ok(written.into_iter().map(|(_, _, path)| path).collect())
+    Ok(Written {
+        created: written.into_iter().map(|(_, _, path)| path).collect(),
+        kept: kept.into_iter().map(|file| dir.join(file)).collect(),
+    })
 }
 
 /// `.github/workflows/upkeep.yml` as its directories and its file name.
@@ -281,18 +383,44 @@ mod tests {
     }
 
     #[test]
+    fn the_workflows_pin_upkeeps_action_to_the_built_commit() {
+        for template in [WORKFLOW_TEMPLATE, FLEET_WORKFLOW_TEMPLATE] {
+            assert_eq!(template.matches(ACTION_PLACEHOLDER).count(), 1);
+            let text = pinned(template).expect("this build knows its commit");
+            let line = text.lines().find(|line| line.contains("uses: ")).expect("a uses line");
+            let reference = line.trim().trim_start_matches("- uses: ");
+            let (pin, comment) = reference.split_once(" # ").expect("a version comment");
+            let commit = pin.strip_prefix("upkeep-bot/upkeep@").expect("upkeep's action");
+            assert!(
+                commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+                "{line}"
+            );
+            assert_eq!(commit, ACTION_COMMIT);
+            assert_eq!(comment, format!("v{}", env!("CARGO_PKG_VERSION")));
+            assert!(!text.contains("zizmor: ignore[unpinned-uses]"), "{text}");
+        }
+    }
+
+    #[test]
     fn init_fleet_writes_only_the_fleet_workflow_and_never_overwrites() {
         let dir = tempfile::tempdir().expect("tempdir");
         // The root of a work tree, as init requires.
         std::fs::create_dir_all(dir.path().join(".git")).expect("mkdir");
         std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/main\n").expect("write");
         let written = init_fleet(dir.path()).expect("writes");
-        assert_eq!(written, [dir.path().join(FLEET_WORKFLOW_FILE)]);
         assert_eq!(
-            std::fs::read_to_string(&written[0]).expect("read"),
-            FLEET_WORKFLOW_TEMPLATE
+            written.created,
+            [dir.path().join(FLEET_WORKFLOW_FILE), dir.path().join(DEPENDABOT_FILE)]
+        );
+        assert_eq!(
+            std::fs::read_to_string(&written.created[0]).expect("read"),
+            pinned(FLEET_WORKFLOW_TEMPLATE).expect("pinned")
         );
         assert!(!dir.path().join(REPO_CONFIG_FILE).exists());
         assert!(matches!(init_fleet(dir.path()), Err(InitError::Exists(_))));
+        // The plain init keeps the Dependabot config the fleet init wrote, and says so.
+        let written = init(dir.path()).expect("writes");
+        assert_eq!(written.kept, [dir.path().join(DEPENDABOT_FILE)]);
+        assert_eq!(written.created.len(), 2);
     }
 }

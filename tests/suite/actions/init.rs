@@ -19,7 +19,11 @@ fn init_writes_the_config_and_the_workflow() {
     let config = std::fs::read_to_string(repo.path().join(".upkeep.toml")).expect("config written");
     let workflow = std::fs::read_to_string(repo.path().join(".github/workflows/upkeep.yml")).expect("workflow written");
     assert_eq!(config, upkeep::init::CONFIG_TEMPLATE);
-    assert_eq!(workflow, upkeep::init::WORKFLOW_TEMPLATE);
+    assert_eq!(workflow, upkeep::init::workflow().expect("pinned"));
+    // Dependabot keeps the pinned action current.
+    let dependabot = std::fs::read_to_string(repo.path().join(".github/dependabot.yml")).expect("dependabot written");
+    assert_eq!(dependabot, upkeep::init::DEPENDABOT_TEMPLATE);
+    assert!(dependabot.contains("package-ecosystem: github-actions"), "{dependabot}");
     upkeep::config::FileConfig::parse(&config, ".upkeep.toml").expect("the written config parses");
     for key in [
         "base",
@@ -187,4 +191,49 @@ fn init_refuses_a_directory_that_is_not_a_work_trees_root() {
     out.assert_code(2);
     assert!(out.stderr.contains("not the root of a git work tree"), "{}", out.stderr);
     assert_eq!(files_under(plain.path()), Vec::<String>::new());
+}
+
+/// The commit upkeep's sources are at, as the build embeds it: the release's commit when the
+/// release process says so, else the checkout's HEAD (these tests run from a checkout).
+fn source_commit() -> String {
+    if let Some(release) = std::env::var("UPKEEP_RELEASE_COMMIT").ok().filter(|v| !v.is_empty()) {
+        return release;
+    }
+    git(Path::new(env!("CARGO_MANIFEST_DIR")), &["rev-parse", "HEAD"])
+        .trim()
+        .to_owned()
+}
+
+/// Reproduces the workflows `upkeep init` writes naming upkeep's own action by a movable tag
+/// (`@v0`), which whoever controls the tag can point at any code that then runs next to the
+/// job's token. The `uses:` line must be a full commit (the one this upkeep was built from)
+/// with the version in a comment, with no zizmor suppression.
+#[test]
+fn init_pins_upkeeps_own_action_to_the_built_commit() {
+    let repo = TestRepo::new();
+    init(repo.path()).assert_code(0);
+    let fleet = TestRepo::new();
+    Upkeep::new()
+        .args(["init", "--fleet", "--repo-dir"])
+        .args([fleet.path()])
+        .run()
+        .assert_code(0);
+    let expected = format!(
+        "- uses: upkeep-bot/upkeep@{} # v{}",
+        source_commit(),
+        env!("CARGO_PKG_VERSION")
+    );
+    for written in [
+        repo.path().join(".github/workflows/upkeep.yml"),
+        fleet.path().join(".github/workflows/upkeep-fleet.yml"),
+    ] {
+        let text = std::fs::read_to_string(&written).expect("written");
+        let uses: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("- uses: "))
+            .collect();
+        assert_eq!(uses, [expected.as_str()], "{}", written.display());
+        assert!(!text.contains("zizmor: ignore[unpinned-uses]"), "{text}");
+    }
 }
