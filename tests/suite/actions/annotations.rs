@@ -5,7 +5,8 @@ use serde_json::json;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use super::super::support::model_api::openai_error;
+use super::super::support::conformance::Api;
+use super::super::support::model_api::{model_server, openai_error, run_against, streamed};
 use super::super::support::{Script, TestRepo, Upkeep, finish, reply, run_replay};
 use super::{Runner, paused_span};
 
@@ -221,4 +222,30 @@ fn assert_no_raw_control(what: &str, text: &str) {
         .filter(|c| *c != '\n' && *c != '\t' && (c.is_control() || ('\u{202a}'..='\u{202e}').contains(c)))
         .collect();
     assert!(raw.is_empty(), "{what} holds raw control characters {raw:?}:\n{text:?}");
+}
+
+/// Reproduces a provider's error text reaching the terminal raw through upkeep's diagnostics:
+/// the retry warning carries the error, and the log formatter escaped ESC and BEL but not a
+/// carriage return (which hides the start of a line) or a bidirectional override (which
+/// reorders it). Every line on stderr must show them escaped.
+#[tokio::test]
+async fn a_retried_provider_error_reaches_the_terminal_escaped() {
+    let error = openai_error(
+        "overloaded\rupkeep: all good \u{202e}txt.exe\u{1b}[2J",
+        "server_error",
+        None,
+        None,
+    );
+    let server = model_server(vec![
+        ResponseTemplate::new(500)
+            .set_body_json(error)
+            .insert_header("retry-after", "0"),
+        streamed(Api::OpenAi, &finish("no_tasks")),
+    ])
+    .await;
+    let repo = TestRepo::new();
+    let out = run_against(Api::OpenAi, &server, &repo, &["--task", "t"]).await;
+    out.assert_code(0);
+    assert!(out.stderr.contains("retrying"), "{}", out.stderr);
+    assert_no_raw_control("stderr", &out.stderr);
 }
