@@ -6,6 +6,7 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::super::support::conformance::Api;
+use super::super::support::github::{FakeGitHub, NAME, OWNER, issue_json, repository, user};
 use super::super::support::model_api::{model_server, openai_error, run_against, streamed};
 use super::super::support::{Script, TestRepo, Upkeep, finish, reply, run_replay};
 use super::{Runner, paused_span};
@@ -248,4 +249,59 @@ async fn a_retried_provider_error_reaches_the_terminal_escaped() {
     out.assert_code(0);
     assert!(out.stderr.contains("retrying"), "{}", out.stderr);
     assert_no_raw_control("stderr", &out.stderr);
+}
+
+/// Reproduces forge text printed while workflow commands are live: a maintainer's comment
+/// starts a run, reading its issue fails, and the API's answer (here a proxy's plain-text body
+/// with a second line that reads `::error::`) was printed before upkeep paused command
+/// processing, so the runner would act on it. Everything upkeep prints about the triggering
+/// event must be inside the pause (or on one escaped line).
+#[tokio::test(flavor = "multi_thread")]
+async fn forge_text_about_the_triggering_event_cannot_act_as_a_workflow_command() {
+    let hub = FakeGitHub::start("upkeep-bot").await;
+    hub.add_issue(issue_json(7, "A task", "Do it.", &["upkeep"], "2024-01-01T00:00:00Z"));
+    let comment = hub.add_issue_comment(7, "alice", "OWNER", "Yes.", "2024-02-02T00:00:00Z");
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::path(format!("/repos/{OWNER}/{NAME}/issues/7")))
+        .respond_with(ResponseTemplate::new(422).set_body_string("proxy says no\n::error::forged by the forge\n"))
+        .with_priority(1)
+        .mount(&hub.api)
+        .await;
+    let payload = json!({
+        "action": "created",
+        "issue": issue_json(7, "A task", "Do it.", &["upkeep"], "2024-02-02T00:00:00Z"),
+        "comment": hub.issue_comments(7).into_iter().find(|c| c["id"] == comment).expect("comment"),
+        "repository": repository(),
+        "sender": user("alice"),
+    });
+    let runner = Runner::new();
+    std::fs::write(runner.event_path(), payload.to_string()).expect("write event");
+    let out = runner
+        .on(hub.upkeep(&["--provider", "ollama"]))
+        .env("GITHUB_EVENT_NAME", "issue_comment")
+        .env("GITHUB_EVENT_PATH", runner.event_path())
+        .env("UPKEEP_BOT_LOGIN", "upkeep-bot")
+        .run_async()
+        .await;
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains("forged by the forge"),
+        "the reason is shown: {}",
+        out.stderr
+    );
+    // No line outside a paused span may be a workflow command upkeep did not write.
+    let outside = match out.stderr.find("::stop-commands::") {
+        Some(_) => {
+            let (start, end) = paused_span(&out.stderr);
+            format!("{}{}", &out.stderr[..start], &out.stderr[end..])
+        }
+        None => out.stderr.clone(),
+    };
+    for line in outside.lines() {
+        assert!(
+            !line.starts_with("::error::forged"),
+            "a forged command outside the pause:\n{}",
+            out.stderr
+        );
+    }
 }
