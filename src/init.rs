@@ -60,13 +60,15 @@ const ACTION_PLACEHOLDER: &str = "{upkeep_action}";
 
 /// `upkeep-bot/upkeep@<commit> # v<version>`: upkeep's action pinned to this build's commit.
 pub fn action_reference() -> Result<String, InitError> {
-    if ACTION_COMMIT.is_empty() {
+    reference_to(ACTION_COMMIT)
+}
+
+/// upkeep's action pinned to `commit`; a build that knows none writes none.
+fn reference_to(commit: &str) -> Result<String, InitError> {
+    if commit.is_empty() {
         return Err(InitError::UnknownCommit);
     }
-    Ok(format!(
-        "{ACTION_REPOSITORY}@{ACTION_COMMIT} # v{}",
-        env!("CARGO_PKG_VERSION")
-    ))
+    Ok(format!("{ACTION_REPOSITORY}@{commit} # v{}", env!("CARGO_PKG_VERSION")))
 }
 
 /// A workflow template as `init` writes it: upkeep's action pinned ([`action_reference`]).
@@ -399,6 +401,16 @@ mod tests {
             assert_eq!(comment, format!("v{}", env!("CARGO_PKG_VERSION")));
             assert!(!text.contains("zizmor: ignore[unpinned-uses]"), "{text}");
         }
+    }
+
+    /// A build that knows no commit (no release variable, no packaged commit, no checkout)
+    /// refuses to write a workflow, with exit 2, rather than write a tag or a made-up commit.
+    #[test]
+    fn a_build_without_a_commit_writes_no_workflow() {
+        let refused = reference_to("").expect_err("no commit, no reference");
+        assert!(matches!(refused, InitError::UnknownCommit));
+        assert_eq!(refused.exit_status(), ExitStatus::Usage);
+        assert!(refused.to_string().contains("nothing was written"), "{refused}");
     }
 
     #[test]
