@@ -240,6 +240,12 @@ async fn two_upkeep_processes_racing_leave_exactly_one_dashboard_issue() {
         lookups_before >= 2,
         "both looked before either created: {lookups_before}"
     );
+    assert_eq!(
+        hub.requests("POST", &format!("/repos/{REPO}/git/refs")).await.len(),
+        2,
+        "both claimed the creation; GitHub granted one"
+    );
+    assert_eq!(hub.refs(REPO, "refs/upkeep/"), [DASHBOARD_CLAIM_REF]);
 
     let dashboards: Vec<Value> = hub
         .issues(REPO)
