@@ -4,7 +4,7 @@ use std::io::Write;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::actions::{Actions, RunContext};
+use crate::actions::{Actions, CommandsPaused, RunContext};
 use crate::agent::prompt::describe_tool;
 use crate::cli::{RunArgs, ToolsArgs};
 use crate::config::{Config, ConfigError};
@@ -21,7 +21,7 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
         Ok(config) => config,
         Err(error) => {
             finished_with_usage_error(args, &error);
-            return usage_error(&error, &args.repo, actions.as_ref());
+            return usage_error(&error, &args.repo, actions.as_ref(), None);
         }
     };
     for warning in crate::preflight::local_warnings(&config) {
@@ -30,12 +30,16 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     let Some(actions) = actions else {
         return crate::orchestrator::run(config, cancel).await.status;
     };
+    // Workflow commands stay paused from here to the report: applying the event prints forge
+    // text (why an event does not concern upkeep, an API's error), and the run prints the
+    // model's, and no line of either may act on the job.
+    let paused = crate::actions::pause_workflow_commands();
     match actions.apply_event(&mut config).await {
         Ok(None) => {}
-        Ok(Some(why)) => return nothing_to_do(args, &config, &actions, &why),
+        Ok(Some(why)) => return nothing_to_do(args, &config, &actions, &why, paused),
         Err(error) => {
             finished_with_usage_error(args, &error);
-            return usage_error(&error, &args.repo, Some(&actions));
+            return usage_error(&error, &args.repo, Some(&actions), Some(paused));
         }
     }
     let redactor = crate::orchestrator::redactor_for(&config);
@@ -44,17 +48,15 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
         issue: config.issue,
         dry_run: config.dry_run,
     };
-    let summary = {
-        let _paused = crate::actions::pause_workflow_commands();
-        crate::orchestrator::run(config, cancel).await
-    };
+    let summary = crate::orchestrator::run(config, cancel).await;
+    drop(paused);
     actions.report(&summary, &context, &redactor);
     summary.status
 }
 
 /// An Actions event that does not concern upkeep (a comment by someone without write access,
 /// a review of someone else's pull request): nothing is done, and the run says why.
-fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str) -> ExitStatus {
+fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str, paused: CommandsPaused) -> ExitStatus {
     let redactor = crate::orchestrator::redactor_for(config);
     eprintln!(
         "upkeep: {}; nothing to do",
@@ -62,6 +64,7 @@ fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str) 
     );
     let summary = RunSummary::without_work(ExitStatus::Done, "no_tasks", None);
     emit_finished(args, &redactor, &summary);
+    drop(paused);
     let context = RunContext {
         repo: config.source.display_name(),
         issue: None,
@@ -90,13 +93,21 @@ fn emit_finished(args: &RunArgs, redactor: &Redactor, summary: &RunSummary) {
     events.emit(crate::events::Scope::default(), summary.finished_event());
 }
 
-/// A configuration error before any work: exit 2, and in Actions the same report as a run.
-fn usage_error(error: &ConfigError, repo: &str, actions: Option<&Actions>) -> ExitStatus {
+/// A configuration error before any work: exit 2, and in Actions the same report as a run,
+/// the error printed while workflow commands are paused (`paused`, or a pause of its own).
+fn usage_error(
+    error: &ConfigError,
+    repo: &str,
+    actions: Option<&Actions>,
+    paused: Option<CommandsPaused>,
+) -> ExitStatus {
     let redactor = Redactor::from_env();
+    let paused = paused.or_else(|| actions.map(|_| crate::actions::pause_workflow_commands()));
     eprintln!(
         "upkeep: {}",
         crate::text::escape_terminal(&redactor.redact(&error.to_string()))
     );
+    drop(paused);
     if let Some(actions) = actions {
         let summary = RunSummary::usage_error(error);
         let context = RunContext {
@@ -113,7 +124,7 @@ fn usage_error(error: &ConfigError, repo: &str, actions: Option<&Actions>) -> Ex
 pub async fn prompt(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     let config = match Config::for_prompt(args) {
         Ok(config) => config,
-        Err(error) => return usage_error(&error, &args.repo, None),
+        Err(error) => return usage_error(&error, &args.repo, None, None),
     };
     let briefing = match crate::orchestrator::prompt(&config, cancel).await {
         Ok(briefing) => briefing,
@@ -148,7 +159,7 @@ pub fn tools(args: &ToolsArgs) -> ExitStatus {
     let (declared, agents) = match &args.config {
         Some(path) => match crate::config::FileConfig::load(path) {
             Ok(file) => (file.tools, file.agents),
-            Err(error) => return usage_error(&error, "", None),
+            Err(error) => return usage_error(&error, "", None, None),
         },
         None => (Vec::new(), Vec::new()),
     };
@@ -157,7 +168,7 @@ pub fn tools(args: &ToolsArgs) -> ExitStatus {
             catalogue,
             ..crate::agents::AgentSettings::default()
         },
-        Err(error) => return usage_error(&error, "", None),
+        Err(error) => return usage_error(&error, "", None, None),
     };
     let mut extra: Vec<crate::tools::registry::ExtraTool> = Vec::new();
     for declaration in &declared {
@@ -166,7 +177,7 @@ pub fn tools(args: &ToolsArgs) -> ExitStatus {
                 let allowed = args.allow_tool.iter().any(|name| name == tool.name());
                 extra.push((Box::new(tool), allowed));
             }
-            Err(error) => return usage_error(&error, "", None),
+            Err(error) => return usage_error(&error, "", None, None),
         }
     }
     let mut registry = ToolRegistry::new(

@@ -1,5 +1,9 @@
 //! Diagnostics (`tracing`) go to stderr, filtered by `UPKEEP_LOG` (default: warnings), and
-//! pass through secret redaction like every other string that leaves the process.
+//! pass through secret redaction like every other string that leaves the process, then
+//! [`crate::text::escape_terminal`] like every other line for people: a warning can carry a
+//! provider's or the forge's error text, and the log formatter's own sanitising leaves carriage
+//! returns, bidirectional overrides and field values raw. So the formatter writes no colours
+//! of its own (every escape sequence on the line would be the untrusted text's).
 
 use std::io::Write;
 
@@ -12,9 +16,8 @@ struct RedactingStderr {
 impl Write for RedactingStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        std::io::stderr()
-            .lock()
-            .write_all(self.redactor.redact(&text).as_bytes())?;
+        let text = crate::text::escape_terminal(&self.redactor.redact(&text));
+        std::io::stderr().lock().write_all(text.as_bytes())?;
         Ok(buf.len())
     }
 
@@ -30,8 +33,8 @@ pub fn init() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
-        // Colours only for a person at a terminal: a log file or CI log gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // No colours: the writer escapes every control character (see above).
+        .with_ansi(false)
         .without_time()
         .with_writer(move || RedactingStderr {
             redactor: redactor.clone(),

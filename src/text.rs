@@ -81,6 +81,10 @@ pub fn escape_control(text: &str) -> String {
 /// `text` for a terminal: control characters escaped except line breaks and tabs, so untrusted
 /// text (model replies, file names, command output, issue titles) cannot rewrite the screen,
 /// set the window title or hide a line with a carriage return.
+///
+/// The one escaping for every place people or a CI runner read: stderr, GitHub Actions
+/// annotations, step outputs and the job summary (each sink then adds its own format's
+/// escaping). `--json` and `--trace` stay exact.
 pub fn escape_terminal(text: &str) -> String {
     escape_where(text, |c| c != '\n' && c != '\t' && is_terminal_control(c))
 }

@@ -11,7 +11,9 @@
 //!   `name<<DELIMITER`, value, `DELIMITER` for a value with line breaks, with a random
 //!   `ghadelimiter_<uuid>` delimiter that does not occur in the value (as actions/toolkit does).
 //!   Every output is always written, empty when it does not apply, so a workflow can test it.
-//! - Everything written to the summary, the outputs and annotations passes secret redaction.
+//! - Everything written to the summary, the outputs and annotations passes secret redaction,
+//!   then [`crate::text::escape_terminal`]: control characters from the model, a provider's
+//!   error text or the forge arrive as visible escapes (`\u{1b}`), never raw.
 //! - Workflow commands (`::error::` and friends) go to stderr. GitHub's documentation shows them
 //!   on stdout, but the runner feeds stdout and stderr to the same command processor (actions/
 //!   runner `ScriptHandler.cs`: an `OutputManager` over `ActionCommandManager` on each stream),
@@ -133,8 +135,8 @@ impl Actions {
         for problem in problems.into_iter().filter_map(Result::err) {
             let _ = writeln!(stderr, "{}", workflow_command("warning", &redactor.redact(&problem)));
         }
-        if let Some(line) = annotation(summary) {
-            let _ = writeln!(stderr, "{}", redactor.redact(&line));
+        if let Some((command, message)) = annotation(summary) {
+            let _ = writeln!(stderr, "{}", workflow_command(command, &redactor.redact(&message)));
         }
     }
 
@@ -151,12 +153,13 @@ impl Actions {
         append(path, &text).map_err(|error| format!("could not write the step outputs to {}: {error}", path.display()))
     }
 
-    /// Appends Markdown (redacted) to the job summary; `Err` says why it could not be written.
+    /// Appends Markdown (redacted, control characters escaped) to the job summary; `Err` says
+    /// why it could not be written.
     pub fn append_summary(&self, markdown: &str, redactor: &Redactor) -> Result<(), String> {
         let Some(path) = &self.summary else {
             return Ok(());
         };
-        append(path, &redactor.redact(markdown))
+        append(path, &crate::text::escape_terminal(&redactor.redact(markdown)))
             .map_err(|error| format!("could not write the job summary to {}: {error}", path.display()))
     }
 }

@@ -2,6 +2,13 @@
 //! job summary in Markdown, and one annotation for how the run ended. Every text from the run
 //! (titles, questions, errors) is escaped for where it lands, so it renders as text and cannot
 //! end a heredoc, a command or a Markdown construct early.
+//!
+//! Much of that text is untrusted (the model's replies, a provider's error body, issue and pull
+//! request text), so every sink also passes it through [`crate::text::escape_terminal`], the one
+//! escaping for what people and runners read: [`format_output`] and [`workflow_command`] here,
+//! and the job summary where it is appended ([`super::Actions::append_summary`]). A raw ESC or
+//! BEL never reaches the log viewer, and a carriage return cannot split an output line. Only
+//! `--json` and `--trace` carry the exact text.
 
 use std::fmt::Write as _;
 
@@ -50,8 +57,12 @@ fn pull_request_urls(summary: &RunSummary) -> Vec<String> {
     urls
 }
 
-/// One output in the runner's file-command format.
+/// One output in the runner's file-command format, its value escaped
+/// ([`crate::text::escape_terminal`]: line breaks kept, every other control character
+/// escaped), so the only line break left is `\n` and the value cannot forge another output.
 pub fn format_output(name: &str, value: &str) -> String {
+    let value = crate::text::escape_terminal(value);
+    let value = value.as_str();
     if !value.contains(['\n', '\r']) {
         return format!("{name}={value}\n");
     }
@@ -67,18 +78,20 @@ pub fn format_output(name: &str, value: &str) -> String {
 }
 
 /// A workflow command with its data escaped as actions/toolkit escapes it, so a line break or a
-/// `%` in the message cannot end or alter the command.
+/// `%` in the message cannot end or alter the command, after every other control character is
+/// escaped ([`crate::text::escape_terminal`]) so the log viewer shows it as text.
 pub fn workflow_command(command: &str, message: &str) -> String {
-    format!("::{command}::{}", escape_data(message))
+    format!("::{command}::{}", escape_data(&crate::text::escape_terminal(message)))
 }
 
 pub fn escape_data(text: &str) -> String {
     text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
-/// The annotation for how the run ended: an error for failures, a warning when a budget cut it
-/// short, a notice for a question; none for success.
-pub fn annotation(summary: &RunSummary) -> Option<String> {
+/// The annotation for how the run ended, as the workflow command (`error`, `warning`, `notice`)
+/// and its message: an error for failures, a warning when a budget cut it short, a notice for a
+/// question; none for success. [`workflow_command`] makes the line.
+pub fn annotation(summary: &RunSummary) -> Option<(&'static str, String)> {
     let code = summary.status.code();
     let error = summary
         .error
@@ -93,23 +106,20 @@ pub fn annotation(summary: &RunSummary) -> Option<String> {
                 _ => "failed",
             };
             let detail = error.map(|e| format!(": {e}")).unwrap_or_default();
-            Some(workflow_command(
-                "error",
-                &format!("upkeep {what} (exit code {code}){detail}"),
-            ))
+            Some(("error", format!("upkeep {what} (exit code {code}){detail}")))
         }
-        ExitStatus::Budget => Some(workflow_command(
+        ExitStatus::Budget => Some((
             "warning",
-            &format!("upkeep stopped: a budget cut the cycle short (exit code {code})"),
+            format!("upkeep stopped: a budget cut the cycle short (exit code {code})"),
         )),
         ExitStatus::Question => {
             let question = summary
                 .question
                 .as_deref()
                 .map(|q| crate::text::marked(crate::text::prefix_chars(q, MAX_TEXT_CHARS), " […]"));
-            Some(workflow_command(
+            Some((
                 "notice",
-                &format!(
+                format!(
                     "upkeep asked a question (exit code {code}): {}",
                     question.unwrap_or_default()
                 ),
@@ -118,25 +128,112 @@ pub fn annotation(summary: &RunSummary) -> Option<String> {
     }
 }
 
-fn headline(outcome: &str) -> &'static str {
-    match outcome {
-        "pull_request" => "opened a pull request",
-        "completed" => "completed the task",
-        "no_tasks" => "found nothing to do",
-        "max_cycles" => "stopped after --max-cycles",
-        "question" => "has a question for a human",
-        "limit" => "stopped: a budget cut the cycle short",
-        "interrupted" => "was interrupted",
-        "usage_error" => "could not start: configuration error",
-        _ => "failed",
+/// Every outcome docs/events.md documents: the job summary's headline is matched exhaustively
+/// on it, so a new outcome cannot fall into another's words (a run held back by a limit, exit
+/// 0, was once headlined "failed").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    PullRequest,
+    Completed,
+    NoTasks,
+    MaxCycles,
+    PrLimit,
+    PrHourlyLimit,
+    OutsideSchedule,
+    Question,
+    Limit,
+    Error,
+    UsageError,
+    Interrupted,
+    NotStarted,
+    FleetBudget,
+}
+
+impl Outcome {
+    const ALL: [Outcome; 14] = [
+        Outcome::PullRequest,
+        Outcome::Completed,
+        Outcome::NoTasks,
+        Outcome::MaxCycles,
+        Outcome::PrLimit,
+        Outcome::PrHourlyLimit,
+        Outcome::OutsideSchedule,
+        Outcome::Question,
+        Outcome::Limit,
+        Outcome::Error,
+        Outcome::UsageError,
+        Outcome::Interrupted,
+        Outcome::NotStarted,
+        Outcome::FleetBudget,
+    ];
+
+    /// The value `run_finished.outcome` carries.
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::PullRequest => "pull_request",
+            Outcome::Completed => "completed",
+            Outcome::NoTasks => "no_tasks",
+            Outcome::MaxCycles => "max_cycles",
+            Outcome::PrLimit => "pr_limit",
+            Outcome::PrHourlyLimit => "pr_hourly_limit",
+            Outcome::OutsideSchedule => "outside_schedule",
+            Outcome::Question => "question",
+            Outcome::Limit => "limit",
+            Outcome::Error => "error",
+            Outcome::UsageError => "usage_error",
+            Outcome::Interrupted => "interrupted",
+            Outcome::NotStarted => "not_started",
+            Outcome::FleetBudget => "fleet_budget",
+        }
     }
+
+    fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|outcome| outcome.name() == name)
+    }
+
+    /// What follows "upkeep" in the job summary's headline.
+    fn headline(self) -> &'static str {
+        match self {
+            Outcome::PullRequest => "opened a pull request",
+            Outcome::Completed => "completed the task",
+            Outcome::NoTasks => "found nothing to do",
+            Outcome::MaxCycles => "stopped after --max-cycles",
+            Outcome::PrLimit => "held back: `pr_limit` bot pull requests are open",
+            Outcome::PrHourlyLimit => "held back: `pr_hourly_limit` pull requests were opened in the last hour",
+            Outcome::OutsideSchedule => "held back: outside its schedule",
+            Outcome::Question => "has a question for a human",
+            Outcome::Limit => "stopped: a budget cut the cycle short",
+            Outcome::Error => "failed",
+            Outcome::UsageError => "could not start: configuration error",
+            Outcome::Interrupted => "was interrupted",
+            Outcome::NotStarted => "did not start: the fleet was interrupted first",
+            Outcome::FleetBudget => "did not start: the fleet's budget was spent",
+        }
+    }
+}
+
+/// The headline for `outcome`; one this build does not know is described by its exit status,
+/// never called a failure when the run succeeded.
+fn headline(outcome: &str, status: ExitStatus) -> String {
+    if let Some(known) = Outcome::parse(outcome) {
+        return known.headline().to_owned();
+    }
+    let how = match status {
+        ExitStatus::Done => "finished",
+        ExitStatus::Failure => "failed",
+        ExitStatus::Usage => "could not start",
+        ExitStatus::Question => "has a question for a human",
+        ExitStatus::Budget => "stopped: a budget cut the cycle short",
+        ExitStatus::Interrupted => "was interrupted",
+    };
+    format!("{how} (outcome `{}`)", inline_code(outcome))
 }
 
 /// The job summary: what happened, the pull requests, the question, the usage. Markdown.
 pub fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
     let mut text = String::new();
     let dry = if context.dry_run { " (dry run)" } else { "" };
-    let _ = writeln!(text, "### upkeep {}{dry}\n", headline(&summary.outcome));
+    let _ = writeln!(text, "### upkeep {}{dry}\n", headline(&summary.outcome, summary.status));
     let _ = writeln!(text, "- **Repository:** `{}`", inline_code(&context.repo));
     if let Some(issue) = context.issue {
         let _ = writeln!(text, "- **Issue:** #{issue}");
@@ -238,6 +335,53 @@ mod tests {
     fn annotation_data_is_escaped_like_the_toolkit() {
         assert_eq!(escape_data("50%\r\ndone"), "50%25%0D%0Adone");
         assert_eq!(workflow_command("error", "a\nb"), "::error::a%0Ab");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_outputs_and_annotations() {
+        assert_eq!(
+            workflow_command("error", "a\u{1b}[31mb\u{7}\n::set-output x"),
+            "::error::a\\u{1b}[31mb\\u{7}%0A::set-output x"
+        );
+        // A lone carriage return would end the line for the runner's line reader.
+        assert_eq!(format_output("q", "a\rb=c"), "q=a\\u{d}b=c\n");
+    }
+
+    /// The outcomes docs/events.md documents (its table, and the two a fleet adds), each with
+    /// its own headline: none falls through to another's words.
+    #[test]
+    fn every_documented_outcome_has_its_own_headline() {
+        let docs = include_str!("../../docs/events.md");
+        let table = docs
+            .split("## Outcomes")
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .expect("the Outcomes section");
+        let mut documented: Vec<&str> = table
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .filter_map(|rest| rest.split('`').next())
+            .collect();
+        assert!(documented.len() >= 12, "{documented:?}");
+        for fleet_only in ["not_started", "fleet_budget"] {
+            assert!(table.contains(&format!("`{fleet_only}`")), "{fleet_only} is documented");
+            documented.push(fleet_only);
+        }
+        let mut headlines = std::collections::BTreeSet::new();
+        for name in &documented {
+            let outcome = Outcome::parse(name).unwrap_or_else(|| panic!("`{name}` has no headline"));
+            assert!(headlines.insert(outcome.headline()), "`{name}` shares a headline");
+        }
+        assert_eq!(documented.len(), Outcome::ALL.len(), "every outcome is documented");
+        assert_eq!(
+            headline("pr_hourly_limit", ExitStatus::Done),
+            Outcome::PrHourlyLimit.headline()
+        );
+        // An outcome this build does not know is described by its exit code, not as a failure.
+        assert_eq!(
+            headline("new_thing", ExitStatus::Done),
+            "finished (outcome `new_thing`)"
+        );
     }
 
     #[test]

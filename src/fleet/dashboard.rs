@@ -86,9 +86,13 @@ async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeStat
     })
 }
 
-/// Inline code that cannot be closed early or span lines.
+/// Inline code that cannot be closed early or span lines, its control characters escaped
+/// (a provider's error text can carry an ANSI sequence or a carriage return).
 fn code(text: &str) -> String {
-    format!("`{}`", text.replace('`', "'").replace(['\n', '\r'], " "))
+    format!(
+        "`{}`",
+        crate::text::escape_control(&text.replace('`', "'").replace(['\n', '\r'], " "))
+    )
 }
 
 fn reference(number: Option<u64>, branch: &str) -> String {

@@ -93,3 +93,13 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         assert!(!text.contains(forbidden), "{forbidden:?} in\n{text}");
     }
 }
+
+/// A provider's error text with an ANSI sequence and a bell reaches the issue escaped.
+#[test]
+fn control_characters_in_the_error_reach_the_dashboard_escaped() {
+    assert_eq!(
+        code("quota \u{1b}[31mexceeded\u{7}"),
+        "`quota \\u{1b}[31mexceeded\\u{7}`"
+    );
+    assert_eq!(code("a\rb\nc"), "`a b c`");
+}

@@ -106,7 +106,12 @@ impl Runner {
     }
 
     fn upkeep(&self) -> Upkeep {
-        Upkeep::new()
+        self.on(Upkeep::new())
+    }
+
+    /// `upkeep` as a step of this runner.
+    fn on(&self, upkeep: Upkeep) -> Upkeep {
+        upkeep
             .env("GITHUB_ACTIONS", "true")
             .env("GITHUB_OUTPUT", self.output_path())
             .env("GITHUB_STEP_SUMMARY", self.summary_path())

@@ -31,6 +31,8 @@ OPERATIONS = [
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}"),
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
+    ("get", "/repos/{owner}/{repo}/commits"),
+    ("post", "/repos/{owner}/{repo}/git/refs"),
 ]
 
 PREFIX = "#/components/schemas/"

@@ -1,9 +1,10 @@
-//! `upkeep init`: the config and the workflow written, the current directory by default, and an
-//! existing file never overwritten.
+//! `upkeep init`: the config and the workflow written, the current directory by default, an
+//! existing file never overwritten, and nothing written through a symlink or outside a git work
+//! tree's root.
 
 use std::path::Path;
 
-use super::super::support::{RunOutput, Script, TestRepo, Upkeep, finish, run_replay};
+use super::super::support::{RunOutput, Script, TestRepo, Upkeep, finish, git, run_replay};
 use super::workflows;
 
 fn init(dir: &Path) -> RunOutput {
@@ -18,7 +19,11 @@ fn init_writes_the_config_and_the_workflow() {
     let config = std::fs::read_to_string(repo.path().join(".upkeep.toml")).expect("config written");
     let workflow = std::fs::read_to_string(repo.path().join(".github/workflows/upkeep.yml")).expect("workflow written");
     assert_eq!(config, upkeep::init::CONFIG_TEMPLATE);
-    assert_eq!(workflow, upkeep::init::WORKFLOW_TEMPLATE);
+    assert_eq!(workflow, upkeep::init::workflow().expect("pinned"));
+    // Dependabot keeps the pinned action current.
+    let dependabot = std::fs::read_to_string(repo.path().join(".github/dependabot.yml")).expect("dependabot written");
+    assert_eq!(dependabot, upkeep::init::DEPENDABOT_TEMPLATE);
+    assert!(dependabot.contains("package-ecosystem: github-actions"), "{dependabot}");
     upkeep::config::FileConfig::parse(&config, ".upkeep.toml").expect("the written config parses");
     for key in [
         "base",
@@ -49,6 +54,7 @@ fn init_writes_the_config_and_the_workflow() {
 #[test]
 fn init_defaults_to_the_current_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
+    git(dir.path(), &["init", "-q"]);
     let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("upkeep"))
         .arg("init")
         .current_dir(dir.path())
@@ -97,4 +103,137 @@ fn init_refuses_to_overwrite_and_then_writes_nothing() {
     );
 
     init(&repo.path().join("no-such-dir")).assert_code(2);
+}
+
+/// Every file under `dir`, recursively (symlinks not followed), relative to it.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).expect("readable") {
+            let entry = entry.expect("entry");
+            let kind = entry.file_type().expect("type");
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else {
+                found.push(entry.path().strip_prefix(dir).expect("under").display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Reproduces `upkeep init` following a `.github` that is a symlink to a directory elsewhere
+/// (a repository can commit one): the workflow landed outside the repository. init must write
+/// nothing, anywhere, and say why (exit 2).
+#[test]
+fn init_refuses_a_github_directory_that_is_a_symlink_to_elsewhere() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(outside.path(), repo.path().join(".github")).expect("symlink");
+    let out = init(repo.path());
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(".github") && out.stderr.contains("symlink"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        files_under(outside.path()),
+        Vec::<String>::new(),
+        "nothing written outside"
+    );
+    assert!(!repo.path().join(".upkeep.toml").exists(), "nothing written at all");
+
+    // The same with `init --fleet`, which writes only under .github.
+    let out = Upkeep::new()
+        .args(["init", "--fleet", "--repo-dir"])
+        .args([repo.path()])
+        .run();
+    out.assert_code(2);
+    assert_eq!(files_under(outside.path()), Vec::<String>::new());
+}
+
+/// Reproduces the same one level down: `.github/workflows` a symlink (here to a directory
+/// inside the repository: still refused, a symlinked ancestor is never followed).
+#[test]
+fn init_refuses_a_workflows_directory_that_is_a_symlink() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".github")).expect("mkdir");
+    std::fs::create_dir_all(repo.path().join("elsewhere")).expect("mkdir");
+    std::os::unix::fs::symlink("../elsewhere", repo.path().join(".github/workflows")).expect("symlink");
+    let out = init(repo.path());
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains(".github/workflows") && out.stderr.contains("symlink"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(files_under(&repo.path().join("elsewhere")), Vec::<String>::new());
+    assert!(!repo.path().join(".upkeep.toml").exists());
+}
+
+/// Reproduces init writing into whatever directory it is given: a subfolder of a work tree (the
+/// workflow would sit where GitHub never reads it) or a directory that is no repository at all.
+/// Both are refused with exit 2 and nothing written.
+#[test]
+fn init_refuses_a_directory_that_is_not_a_work_trees_root() {
+    let repo = TestRepo::new();
+    let sub = repo.path().join("src");
+    let out = init(&sub);
+    out.assert_code(2);
+    assert!(out.stderr.contains("not the root of a git work tree"), "{}", out.stderr);
+    assert_eq!(files_under(&sub), ["lib.rs"]);
+
+    let plain = tempfile::tempdir().expect("tempdir");
+    let out = init(plain.path());
+    out.assert_code(2);
+    assert!(out.stderr.contains("not the root of a git work tree"), "{}", out.stderr);
+    assert_eq!(files_under(plain.path()), Vec::<String>::new());
+}
+
+/// The commit upkeep's sources are at, as the build embeds it: the release's commit when the
+/// release process says so, else the checkout's HEAD (these tests run from a checkout).
+fn source_commit() -> String {
+    if let Some(release) = std::env::var("UPKEEP_RELEASE_COMMIT").ok().filter(|v| !v.is_empty()) {
+        return release;
+    }
+    git(Path::new(env!("CARGO_MANIFEST_DIR")), &["rev-parse", "HEAD"])
+        .trim()
+        .to_owned()
+}
+
+/// Reproduces the workflows `upkeep init` writes naming upkeep's own action by a movable tag
+/// (`@v0`), which whoever controls the tag can point at any code that then runs next to the
+/// job's token. The `uses:` line must be a full commit (the one this upkeep was built from)
+/// with the version in a comment, with no zizmor suppression.
+#[test]
+fn init_pins_upkeeps_own_action_to_the_built_commit() {
+    let repo = TestRepo::new();
+    init(repo.path()).assert_code(0);
+    let fleet = TestRepo::new();
+    Upkeep::new()
+        .args(["init", "--fleet", "--repo-dir"])
+        .args([fleet.path()])
+        .run()
+        .assert_code(0);
+    let expected = format!(
+        "- uses: upkeep-bot/upkeep@{} # v{}",
+        source_commit(),
+        env!("CARGO_PKG_VERSION")
+    );
+    for written in [
+        repo.path().join(".github/workflows/upkeep.yml"),
+        fleet.path().join(".github/workflows/upkeep-fleet.yml"),
+    ] {
+        let text = std::fs::read_to_string(&written).expect("written");
+        let uses: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("- uses: "))
+            .collect();
+        assert_eq!(uses, [expected.as_str()], "{}", written.display());
+        assert!(!text.contains("zizmor: ignore[unpinned-uses]"), "{text}");
+    }
 }

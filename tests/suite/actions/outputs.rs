@@ -4,7 +4,8 @@
 use serde_json::json;
 
 use super::super::support::agents::line;
-use super::super::support::{Script, TestRepo, finish, reply, run_replay};
+use super::super::support::github_fleet::{FleetHub, pull_request};
+use super::super::support::{RunOutput, Script, TestRepo, finish, reply, run_replay};
 use super::{Runner, paused_span, propose};
 
 #[test]
@@ -172,4 +173,78 @@ fn a_pull_request_opened_before_a_question_is_still_reported() {
         "{outputs:?}"
     );
     assert_eq!(outputs["question"], "Document the CLI flags too?");
+}
+
+/// The job summary's first line for a run that ended `outcome` (exit 0), with no "failed" in it.
+fn held_back_headline(runner: &Runner, out: &RunOutput, outcome: &str) -> String {
+    out.assert_code(0);
+    assert_eq!(out.events_of("run_finished")[0]["outcome"], outcome);
+    assert_eq!(runner.outputs()["outcome"], outcome);
+    let summary = runner.summary();
+    let headline = summary
+        .lines()
+        .find(|line| line.starts_with("### upkeep "))
+        .expect("a headline")
+        .to_owned();
+    assert!(!summary.contains("failed"), "{summary}");
+    assert!(!out.stderr.contains("::error::"), "{}", out.stderr);
+    headline
+}
+
+/// Regression: the job summary matched outcomes as strings with no arm for `pr_limit`, so a run
+/// the limit held back (exit 0, nothing wrong) was headlined "upkeep failed".
+#[test]
+fn a_run_held_by_pr_limit_is_not_headlined_as_a_failure() {
+    let repo = TestRepo::with_files(&[("README.md", "hi\n"), (".upkeep.toml", "pr_limit = 1\n")]);
+    let runner = Runner::new();
+    let script = Script::new(&[propose("One").remove(0), propose("Two").remove(0)]);
+    let out = run_replay(runner.upkeep(), &repo, &script, &["--continuous"]);
+    let headline = held_back_headline(&runner, &out, "pr_limit");
+    assert_eq!(headline, "### upkeep held back: `pr_limit` bot pull requests are open");
+}
+
+/// Regression: the same for the default hourly limit, which every busy repository reaches.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_held_by_pr_hourly_limit_is_not_headlined_as_a_failure() {
+    let hub = FleetHub::start().await;
+    hub.add_repo("octo/widgets", &[("README.md", "hi\n")]).await;
+    let recent = (jiff::Timestamp::now() - jiff::SignedDuration::from_mins(10)).to_string();
+    // Two bot pull requests this hour: the default `pr_hourly_limit` (2) is reached.
+    hub.serve_pulls(
+        "octo/widgets",
+        vec![
+            pull_request("octo/widgets", 7, "upkeep/seven", &recent, "closed"),
+            pull_request("octo/widgets", 8, "upkeep/eight", &recent, "closed"),
+        ],
+    );
+    let runner = Runner::new();
+    let script = Script::new(&propose("Three"));
+    let out = runner
+        .on(hub.upkeep())
+        .args(["run", "--repo", "octo/widgets", "--json", "--replay"])
+        .args([script.path()])
+        .run_async()
+        .await;
+    let headline = held_back_headline(&runner, &out, "pr_hourly_limit");
+    assert_eq!(
+        headline,
+        "### upkeep held back: `pr_hourly_limit` pull requests were opened in the last hour"
+    );
+}
+
+/// Regression: the same outside the repository's schedule.
+#[test]
+fn a_run_outside_its_schedule_is_not_headlined_as_a_failure() {
+    // Three days from now is never today.
+    let day = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(72))
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .weekday();
+    let day = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"][day.to_monday_zero_offset() as usize];
+    let config = format!("schedule = [\"on {day}\"]\ntimezone = \"UTC\"\n");
+    let repo = TestRepo::with_files(&[("README.md", "hi\n"), (".upkeep.toml", &config)]);
+    let runner = Runner::new();
+    let script = Script::new(&propose("One"));
+    let out = run_replay(runner.upkeep(), &repo, &script, &[]);
+    let headline = held_back_headline(&runner, &out, "outside_schedule");
+    assert_eq!(headline, "### upkeep held back: outside its schedule");
 }

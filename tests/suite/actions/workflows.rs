@@ -34,11 +34,11 @@ fn shipped_files() -> Vec<(String, String)> {
         ("action.yml".to_owned(), project_file("action.yml")),
         (
             "upkeep init's workflow".to_owned(),
-            upkeep::init::WORKFLOW_TEMPLATE.to_owned(),
+            upkeep::init::workflow().expect("pinned"),
         ),
         (
             "upkeep init --fleet's workflow".to_owned(),
-            upkeep::init::FLEET_WORKFLOW_TEMPLATE.to_owned(),
+            upkeep::init::fleet_workflow().expect("pinned"),
         ),
     ];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(".github/workflows");
@@ -125,8 +125,8 @@ fn checkouts_keep_no_credentials_and_actions_are_pinned_to_commits() {
                         "{name}: {job_name}: no step here pushes with the checkout's token"
                     );
                 }
-                if uses.starts_with("./") || uses.starts_with("upkeep-bot/upkeep@") {
-                    continue; // this repository's own code (docs/actions-security.md)
+                if uses.starts_with("./") {
+                    continue; // this repository's own code, at the workflow's own commit
                 }
                 let (_, reference) = uses.split_once('@').expect("action@ref");
                 assert!(
@@ -201,10 +201,13 @@ pub(super) fn check_upkeep_workflow(name: &str, text: &str) {
         "{name}: the secrets' environment"
     );
     let steps = job["steps"].as_vec().expect("steps");
-    assert_eq!(
-        steps[0]["uses"].as_str(),
-        Some("upkeep-bot/upkeep@v0"),
-        "{name}: as users copy it"
+    // Pinned to a full commit like every action (the generic check above reads the version
+    // comment): never a movable tag.
+    let uses = steps[0]["uses"].as_str().unwrap_or_default();
+    let commit = uses.strip_prefix("upkeep-bot/upkeep@").unwrap_or_default();
+    assert!(
+        commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{name}: upkeep's own action pinned to a commit: {uses}"
     );
     let key = steps[0]["with"]["api-key"].as_str().unwrap_or("");
     assert!(key.starts_with("${{ secrets."), "{name}: the key from a secret: {key}");
@@ -227,7 +230,7 @@ fn the_example_workflows_use_the_action_with_least_privilege() {
     );
     // Comments and reviews pass the same guard as in the workflow `upkeep init` writes (whose
     // logic the guard test evaluates against real payloads).
-    let template = parse_yaml("init", upkeep::init::WORKFLOW_TEMPLATE);
+    let template = parse_yaml("init", &upkeep::init::workflow().expect("pinned"));
     let template_if = template["jobs"]["upkeep"]["if"].as_str().unwrap_or_default();
     let (_, comment_guard) = template_if
         .split_once("|| (contains(fromJSON('[\"issue_comment\"")
@@ -471,4 +474,42 @@ fn the_actions_scripts_are_valid_bash() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// Every `upkeep-bot/upkeep@` a reader can copy (README, docs, the example workflows) is pinned
+/// to a full commit with the version in a comment, and all name the same commit, so they move
+/// together when Dependabot or a release updates them. (The line `upkeep init` writes names
+/// the commit its build was made from: tests/suite/actions/init.rs.)
+#[test]
+fn every_copyable_reference_to_upkeeps_action_is_pinned_alike() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for dir in ["docs", ".github/workflows"] {
+        for entry in std::fs::read_dir(root.join(dir)).expect("readable") {
+            files.push(entry.expect("entry").path());
+        }
+    }
+    let mut pins = std::collections::BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read");
+        for line in text
+            .lines()
+            .filter(|line| line.trim_start().starts_with("- uses: upkeep-bot/upkeep@"))
+        {
+            let reference = line.trim_start().trim_start_matches("- uses: upkeep-bot/upkeep@");
+            let (commit, version) = reference.split_once(" # v").unwrap_or((reference, ""));
+            assert!(
+                commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{}: `{line}` is not pinned to a full commit",
+                file.display()
+            );
+            assert!(
+                version.starts_with(|c: char| c.is_ascii_digit()) && version.contains('.'),
+                "{}: `{line}` names its version in a comment",
+                file.display()
+            );
+            pins.insert(reference.to_owned());
+        }
+    }
+    assert_eq!(pins.len(), 1, "one pin everywhere: {pins:?}");
 }

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::super::support::github_fleet::{
-    BOT, issue, minimal_repository, public_user, pull_request, repository, simple_user,
+    BOT, commit, git_ref, issue, minimal_repository, public_user, pull_request, repository, simple_user,
+    validation_error,
 };
 
 const SPEC_ID: &str = "https://api.github.com/openapi.json";
@@ -88,6 +89,9 @@ fn the_fakes_bodies_match_the_published_api_description() {
             issue("acme/one", 6, 6, "A task", Some("body"), "alice", &["upkeep"]),
         ),
         ("issue", issue("acme/one", 7, 7, "No body", None, BOT, &[])),
+        ("commit", commit("acme/one", &"a".repeat(40), &"b".repeat(40), &[])),
+        ("git-ref", git_ref("acme/one", "refs/upkeep/dashboard", &"a".repeat(40))),
+        ("validation-error", validation_error("Reference already exists")),
     ];
     for (name, body) in bodies {
         let found = errors(name, &body).expect("description present");

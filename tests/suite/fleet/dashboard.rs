@@ -8,7 +8,7 @@ use super::super::support::github_fleet::{BOT, FleetHub, issue, pull_request};
 use super::nothing_to_do;
 use upkeep::config::GitHubSettings;
 use upkeep::forge::github::GitHubForge;
-use upkeep::forge::github::dashboard::DASHBOARD_MARKER;
+use upkeep::forge::github::dashboard::{DASHBOARD_CLAIM_REF, DASHBOARD_MARKER};
 use upkeep::forge::{DashboardUpdate, Forge};
 
 const REPO: &str = "octo/widgets";
@@ -99,12 +99,13 @@ fn forge(hub: &FleetHub) -> GitHubForge {
 }
 
 /// Two runs update the dashboard at the same moment, both finding none (the API answers both
-/// listings with the empty tracker): both create one, and both converge on the lower number,
-/// closing the other as its duplicate. After the race exactly one dashboard is open, holding
-/// the text of a run, and every later update edits it.
+/// listings with the empty tracker): both try to claim the creation, GitHub lets one create the
+/// claim reference and refuses the other (422), the winner creates the issue and the loser
+/// waits for it and edits it. One issue is ever created, and every later update edits it.
 #[tokio::test(flavor = "multi_thread")]
 async fn racing_runs_leave_exactly_one_dashboard() {
     let hub = FleetHub::start().await;
+    hub.add_repo(REPO, &[("README.md", "hi\n")]).await;
     hub.delay_issue_listings(Duration::from_millis(300));
     let (left, right) = (forge(&hub), forge(&hub));
     let (a, b) = tokio::join!(
@@ -115,29 +116,18 @@ async fn racing_runs_leave_exactly_one_dashboard() {
         a.expect("A").expect("github keeps one"),
         b.expect("B").expect("github keeps one"),
     );
+    let claims = hub.requests("POST", &format!("/repos/{REPO}/git/refs")).await;
+    assert_eq!(claims.len(), 2, "the race really happened: both claimed");
+    assert_eq!(hub.refs(REPO, "refs/upkeep/"), [DASHBOARD_CLAIM_REF]);
     assert_eq!(
         hub.requests("POST", &format!("/repos/{REPO}/issues")).await.len(),
-        2,
-        "the race really happened: both created"
+        1,
+        "only the claim's winner created an issue"
     );
-    let dashboards = open_dashboards(&hub);
-    assert_eq!(dashboards.len(), 1, "one stays open: {dashboards:?}");
-    assert_eq!(dashboards[0]["number"], 1, "the lower number wins");
-    let closed: Vec<Value> = hub
-        .issues(REPO)
-        .into_iter()
-        .filter(|i| i["state"] == "closed")
-        .collect();
-    assert_eq!(closed.len(), 1);
-    assert_eq!(closed[0]["state_reason"], "duplicate");
-    assert!(
-        closed[0]["body"]
-            .as_str()
-            .is_some_and(|b| b.contains("Duplicate of #1"))
-    );
-    let body = dashboards[0]["body"].as_str().expect("body");
-    assert!(body.contains("from run A") || body.contains("from run B"), "{body}");
-    // Exactly one of the two says it created the dashboard.
+    let issues = hub.issues(REPO);
+    assert_eq!(issues.len(), 1, "{issues:#?}");
+    assert_eq!(open_dashboards(&hub).len(), 1);
+    // Exactly one of the two says it created the dashboard; the other edited it.
     let created = [&a, &b]
         .iter()
         .filter(|u| matches!(u, DashboardUpdate::Created(_)))
@@ -153,8 +143,35 @@ async fn racing_runs_leave_exactly_one_dashboard() {
     assert!(matches!(later, DashboardUpdate::Updated(_)), "{later:?}");
     assert_eq!(
         hub.requests("POST", &format!("/repos/{REPO}/issues")).await.len(),
-        2,
-        "no third"
+        1,
+        "no second"
+    );
+    assert_eq!(open_dashboards(&hub).len(), 1);
+}
+
+/// A claim whose dashboard never appeared (its run stopped between the claim and the issue, or
+/// someone closed the dashboard by hand) does not block the dashboard for ever: a later run
+/// waits its few seconds, then creates the issue.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claim_without_a_dashboard_does_not_block_it_for_ever() {
+    let hub = FleetHub::start().await;
+    hub.add_repo(REPO, &[("README.md", "hi\n")]).await;
+    let bare = hub.bare(REPO);
+    super::super::support::git(&bare, &["update-ref", DASHBOARD_CLAIM_REF, "main"]);
+    let update = forge(&hub)
+        .update_dashboard("after a crash")
+        .await
+        .expect("update")
+        .expect("kept");
+    assert!(matches!(update, DashboardUpdate::Created(_)), "{update:?}");
+    assert_eq!(
+        hub.requests("POST", &format!("/repos/{REPO}/git/refs")).await.len(),
+        1,
+        "claimed first, and was refused"
+    );
+    assert!(
+        hub.requests("GET", &format!("/repos/{REPO}/issues")).await.len() >= 3,
+        "looked for the winner's issue before creating one"
     );
     assert_eq!(open_dashboards(&hub).len(), 1);
 }
@@ -182,4 +199,70 @@ async fn a_copied_marker_does_not_make_someone_elses_issue_the_dashboard() {
             .await
             .is_empty()
     );
+}
+
+/// Reproduces two upkeep processes finishing on one repository at the same moment (two shards,
+/// or a scheduled run beside a manual one): both looked for the dashboard, both found none, and
+/// both created one, so the repository got two dashboard issues (one later closed as a
+/// duplicate, still notifying watchers twice). DESIGN section 13: creation is claimed
+/// atomically first, so exactly one issue is ever created. The stand-in answers every issue
+/// listing two seconds late with what it held when asked, so both processes see "no dashboard"
+/// before either creates it.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_upkeep_processes_racing_leave_exactly_one_dashboard_issue() {
+    let hub = FleetHub::start().await;
+    hub.add_repo(REPO, &[("README.md", "hi\n"), (".upkeep.toml", "dashboard = true\n")])
+        .await;
+    hub.serve_pulls(REPO, Vec::new());
+    hub.delay_issue_listings(Duration::from_secs(2));
+    let script = nothing_to_do();
+    let run = || hub.run(&["run", "--repo", REPO], &script);
+    let (a, b) = tokio::join!(run(), run());
+    a.assert_code(0);
+    b.assert_code(0);
+
+    // The race was real: both processes asked for the dashboard before any issue was created.
+    let requests = hub.api.received_requests().await.expect("recorded");
+    let issues_path = format!("/repos/{REPO}/issues");
+    let first_create = requests
+        .iter()
+        .position(|r| r.method.as_str() == "POST" && r.url.path() == issues_path)
+        .expect("a dashboard was created");
+    let lookups_before = requests[..first_create]
+        .iter()
+        .filter(|r| {
+            r.method.as_str() == "GET"
+                && r.url.path() == issues_path
+                && r.url.query().is_some_and(|q| q.contains("creator="))
+        })
+        .count();
+    assert!(
+        lookups_before >= 2,
+        "both looked before either created: {lookups_before}"
+    );
+    assert_eq!(
+        hub.requests("POST", &format!("/repos/{REPO}/git/refs")).await.len(),
+        2,
+        "both claimed the creation; GitHub granted one"
+    );
+    assert_eq!(hub.refs(REPO, "refs/upkeep/"), [DASHBOARD_CLAIM_REF]);
+
+    let dashboards: Vec<Value> = hub
+        .issues(REPO)
+        .into_iter()
+        .filter(|issue| issue["body"].as_str().is_some_and(|b| b.contains(DASHBOARD_MARKER)))
+        .collect();
+    assert_eq!(
+        dashboards.len(),
+        1,
+        "exactly one dashboard issue, ever: {dashboards:#?}"
+    );
+    assert_eq!(dashboards[0]["state"], "open");
+    assert_eq!(hub.requests("POST", &issues_path).await.len(), 1, "created once");
+    let mut actions = vec![
+        dashboard_event(&a)["action"].as_str().unwrap_or_default().to_owned(),
+        dashboard_event(&b)["action"].as_str().unwrap_or_default().to_owned(),
+    ];
+    actions.sort();
+    assert_eq!(actions, ["created", "updated"], "the loser edited the winner's issue");
 }

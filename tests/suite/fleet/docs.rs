@@ -29,6 +29,8 @@ async fn every_file_and_command_in_the_fleet_docs_works() {
         .expect("docs/fleet.md");
     let blocks = code_blocks(&docs);
     let dir = tempfile::tempdir().expect("tempdir");
+    // The reader's repository: `upkeep init` writes only at a work tree's root.
+    super::super::support::git(dir.path(), &["init", "-q"]);
     let mut commands = Vec::new();
     let mut files = 0;
     for (language, content) in &blocks {

@@ -232,7 +232,7 @@ fn parse_workflow(text: &str) -> Yaml {
 /// from the matrix's index and total, least privilege, the fleet token from a secret.
 #[test]
 fn the_fleet_workflow_is_a_scheduled_matrix_of_shards() {
-    let doc = parse_workflow(upkeep::init::FLEET_WORKFLOW_TEMPLATE);
+    let doc = parse_workflow(&upkeep::init::fleet_workflow().expect("pinned"));
     assert!(doc["on"]["schedule"][0]["cron"].as_str().is_some(), "scheduled");
     assert!(!doc["on"]["workflow_dispatch"].is_badvalue(), "and by hand");
     assert_eq!(doc["permissions"], Yaml::Hash(Default::default()));
@@ -248,7 +248,10 @@ fn the_fleet_workflow_is_a_scheduled_matrix_of_shards() {
     assert_eq!(job["permissions"]["contents"].as_str(), Some("read"));
     assert_eq!(job["environment"].as_str(), Some("upkeep"));
     let step = &job["steps"][0];
-    assert_eq!(step["uses"].as_str(), Some("upkeep-bot/upkeep@v0"));
+    assert_eq!(
+        step["uses"].as_str(),
+        Some(format!("upkeep-bot/upkeep@{}", upkeep::init::ACTION_COMMIT).as_str())
+    );
     let with = &step["with"];
     assert_eq!(with["command"].as_str(), Some("fleet"));
     assert_eq!(
@@ -305,13 +308,14 @@ fn the_fleet_workflow_is_a_scheduled_matrix_of_shards() {
 #[test]
 fn init_fleet_writes_the_workflow() {
     let dir = tempfile::tempdir().expect("tempdir");
+    super::super::support::git(dir.path(), &["init", "-q"]);
     let out = super::super::support::Upkeep::new()
         .args(["init", "--fleet", "--repo-dir"])
         .args([dir.path()])
         .run();
     out.assert_code(0);
     let written = std::fs::read_to_string(dir.path().join(".github/workflows/upkeep-fleet.yml")).expect("written");
-    assert_eq!(written, upkeep::init::FLEET_WORKFLOW_TEMPLATE);
+    assert_eq!(written, upkeep::init::fleet_workflow().expect("pinned"));
     assert!(!dir.path().join(".upkeep.toml").exists());
     assert!(out.stdout.contains("UPKEEP_FLEET_TOKEN"), "{}", out.stdout);
 }

@@ -1,6 +1,7 @@
 //! Bodies of GitHub's REST API as [`super::github_fleet`] serves them, shaped as GitHub
 //! documents them (`simple-user`, `public-user`, `repository`, `minimal-repository`,
-//! `pull-request-simple`, `issue`): every required field, with the documented types.
+//! `pull-request-simple`, `issue`, `commit`, `git-ref`, `validation-error`): every required
+//! field, with the documented types.
 //! `tests/suite/fleet/conformance.rs` checks them against the published API description.
 
 use serde_json::{Value, json};
@@ -229,5 +230,49 @@ pub fn issue(
         "assignees": [], "milestone": null, "locked": false, "active_lock_reason": null,
         "comments": 0, "closed_at": null, "created_at": TIMESTAMP, "updated_at": TIMESTAMP,
         "author_association": "MEMBER",
+    })
+}
+
+/// `commit`, as `GET /repos/{owner}/{repo}/commits` lists it (`tree` and `parent` are commits'
+/// and trees' SHAs; the fake does not need them to be the real ones).
+pub fn commit(full_name: &str, sha: &str, tree: &str, parents: &[&str]) -> Value {
+    let api = format!("{API}/repos/{full_name}");
+    let git_user = json!({"name": "Test", "email": "test@example.com", "date": TIMESTAMP});
+    let parents: Vec<Value> = parents
+        .iter()
+        .map(|parent| {
+            json!({"sha": parent, "url": format!("{api}/commits/{parent}"),
+                   "html_url": format!("{WEB}/{full_name}/commit/{parent}")})
+        })
+        .collect();
+    json!({
+        "url": format!("{api}/commits/{sha}"), "sha": sha, "node_id": format!("C_kwDO{}", &sha[..8]),
+        "html_url": format!("{WEB}/{full_name}/commit/{sha}"),
+        "comments_url": format!("{api}/commits/{sha}/comments"),
+        "commit": {
+            "url": format!("{api}/git/commits/{sha}"), "author": git_user.clone(),
+            "committer": git_user, "message": "first", "comment_count": 0,
+            "tree": {"sha": tree, "url": format!("{api}/git/trees/{tree}")},
+        },
+        "author": null, "committer": null, "parents": parents,
+    })
+}
+
+/// `git-ref`, as `POST /repos/{owner}/{repo}/git/refs` answers a created reference.
+pub fn git_ref(full_name: &str, name: &str, sha: &str) -> Value {
+    let api = format!("{API}/repos/{full_name}");
+    json!({
+        "ref": name, "node_id": "MDM6UmVmcmVmcy9oZWFkcy9mZWF0dXJlQQ==",
+        "url": format!("{api}/git/{name}"),
+        "object": {"type": "commit", "sha": sha, "url": format!("{api}/git/commits/{sha}")},
+    })
+}
+
+/// `validation-error` (HTTP 422), with GitHub's `message`.
+pub fn validation_error(message: &str) -> Value {
+    json!({
+        "message": message,
+        "documentation_url": "https://docs.github.com/rest/git/refs#create-a-reference",
+        "status": "422",
     })
 }

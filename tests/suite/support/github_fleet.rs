@@ -1,7 +1,10 @@
 //! A GitHub for fleets, offline: several repositories behind one real smart-HTTP git server on
 //! loopback that demands the token, and a wiremock API that serves organisation listings (with
-//! topics, `archived`, `fork`, paginated by `Link` headers), pull request lists, and a small
-//! stateful issue tracker (list, create, edit) for the dashboard.
+//! topics, `archived`, `fork`, paginated by `Link` headers), pull request lists, a small
+//! stateful issue tracker (list, create, edit) for the dashboard, and the git database's
+//! commit list and reference creation, backed by the real repositories on the git server: a
+//! reference is created with `git update-ref` against an expected "none", so a second creation
+//! is refused atomically with GitHub's 422 "Reference already exists".
 //!
 //! Every body has the shape GitHub documents ([`super::github_bodies`], checked against the
 //! published API description by `tests/suite/fleet/conformance.rs`), so the fake cannot drift
@@ -17,7 +20,9 @@ use wiremock::matchers::{method, path, path_regex, query_param, query_param_is_m
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 use super::git_http::GitHttpServer;
-pub use super::github_bodies::{issue, minimal_repository, public_user, pull_request, repository, simple_user};
+pub use super::github_bodies::{
+    commit, git_ref, issue, minimal_repository, public_user, pull_request, repository, simple_user, validation_error,
+};
 use super::{RunOutput, Script, TestRepo, Upkeep, git};
 
 /// The bot's account: what `UPKEEP_BOT_LOGIN` says and what the issues it opens carry.
@@ -45,6 +50,10 @@ impl FleetHub {
         let issues = Arc::new(Mutex::new(IssueStore::default()));
         Mock::given(path_regex(r"^/repos/[^/]+/[^/]+/issues(/[0-9]+)?$"))
             .respond_with(IssueTracker(Arc::clone(&issues)))
+            .mount(&api)
+            .await;
+        Mock::given(path_regex(r"^/repos/[^/]+/[^/]+/(commits|git/refs)$"))
+            .respond_with(GitDatabase { root: root.clone() })
             .mount(&api)
             .await;
         let pulls = Arc::new(Mutex::new(BTreeMap::new()));
@@ -167,6 +176,22 @@ impl FleetHub {
     pub fn delay_issue_listings(&self, delay: Duration) {
         lock(&self.issues).list_delay = delay;
     }
+
+    /// Makes issue creation answer after `delay` (the issue exists from the moment the request
+    /// arrived): a run that lists meanwhile may or may not see it, as on a busy API.
+    pub fn delay_issue_creation(&self, delay: Duration) {
+        lock(&self.issues).create_delay = delay;
+    }
+
+    /// The references of `owner/name` under `prefix` (`refs/upkeep/`), as the git server holds
+    /// them.
+    pub fn refs(&self, full_name: &str, prefix: &str) -> Vec<String> {
+        let bare = self.bare(full_name);
+        git(&bare, &["for-each-ref", "--format=%(refname)", prefix])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -178,6 +203,7 @@ struct IssueStore {
     repos: BTreeMap<String, Vec<Value>>,
     next_id: u64,
     list_delay: Duration,
+    create_delay: Duration,
 }
 
 /// `GET`/`POST /repos/{owner}/{name}/issues` and `PATCH /repos/{owner}/{name}/issues/{n}`.
@@ -190,6 +216,7 @@ impl Respond for IssueTracker {
         let number: Option<u64> = segments.get(4).and_then(|n| n.parse().ok());
         let mut store = lock(&self.0);
         let delay = store.list_delay;
+        let create_delay = store.create_delay;
         let query = |name: &str| query_value(request, name);
         match (request.method.as_str(), number) {
             ("GET", None) => {
@@ -227,7 +254,9 @@ impl Respond for IssueTracker {
                 let number = issues.iter().filter_map(|i| i["number"].as_u64()).max().unwrap_or(0) + 1;
                 let created = issue(&full_name, number, id, title, body["body"].as_str(), BOT, &[]);
                 issues.push(created.clone());
-                ResponseTemplate::new(201).set_body_json(created)
+                ResponseTemplate::new(201)
+                    .set_body_json(created)
+                    .set_delay(create_delay)
             }
             ("PATCH", Some(number)) => {
                 let Ok(change) = serde_json::from_slice::<Value>(&request.body) else {
@@ -321,6 +350,91 @@ impl Respond for PullList {
             response = response.insert_header("link", format!("<{next}>; rel=\"next\"").as_str());
         }
         response
+    }
+}
+
+/// `GET /repos/{owner}/{name}/commits` (the default branch's newest commits; `per_page`
+/// honoured) and `POST /repos/{owner}/{name}/git/refs`, on the real repository: the request
+/// body checked against GitHub's description, the reference created only if none exists.
+struct GitDatabase {
+    root: PathBuf,
+}
+
+impl GitDatabase {
+    /// `git` in the bare repository, with its status and output.
+    fn git(&self, full_name: &str, args: &[&str]) -> (bool, String) {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(self.root.join(format!("{full_name}.git")))
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git runs");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).trim().to_owned(),
+        )
+    }
+}
+
+impl Respond for GitDatabase {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let segments: Vec<&str> = request.url.path().trim_start_matches('/').split('/').collect();
+        let full_name = repository_of(&segments);
+        match (request.method.as_str(), segments.get(3).copied()) {
+            ("GET", Some("commits")) => {
+                let per_page: usize = query_value(request, "per_page")
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(30)
+                    .clamp(1, 100);
+                let (ok, log) = self.git(
+                    &full_name,
+                    &["log", "-n", &per_page.to_string(), "--format=%H %T %P", "HEAD"],
+                );
+                if !ok {
+                    return error(409, "Git Repository is empty.");
+                }
+                let commits: Vec<Value> = log
+                    .lines()
+                    .map(|line| {
+                        let fields: Vec<&str> = line.split(' ').collect();
+                        commit(&full_name, fields[0], fields[1], &fields[2..])
+                    })
+                    .collect();
+                ResponseTemplate::new(200).set_body_json(commits)
+            }
+            ("POST", Some("git")) => {
+                let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+                    return error(400, "Problems parsing JSON");
+                };
+                if let Err(errors) = super::github_conformance::validate(
+                    "POST /repos/{owner}/{repo}/git/refs",
+                    super::github_conformance::Body::Request,
+                    &body,
+                ) {
+                    panic!("upkeep sent a body GitHub does not describe: {errors:#?}");
+                }
+                let (name, sha) = (
+                    body["ref"].as_str().unwrap_or_default(),
+                    body["sha"].as_str().unwrap_or_default(),
+                );
+                if !name.starts_with("refs/") || name.matches('/').count() < 2 {
+                    return ResponseTemplate::new(422).set_body_json(validation_error("Reference name is invalid"));
+                }
+                let (exists, _) = self.git(&full_name, &["cat-file", "-e", &format!("{sha}^{{commit}}")]);
+                if !exists {
+                    return ResponseTemplate::new(422).set_body_json(validation_error("Object does not exist"));
+                }
+                // An empty old value: created only if no such reference exists, atomically.
+                let (created, _) = self.git(&full_name, &["update-ref", name, sha, ""]);
+                if !created {
+                    return ResponseTemplate::new(422).set_body_json(validation_error("Reference already exists"));
+                }
+                ResponseTemplate::new(201).set_body_json(git_ref(&full_name, name, sha))
+            }
+            _ => error(404, "Not Found"),
+        }
     }
 }
 

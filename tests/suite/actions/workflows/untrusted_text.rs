@@ -194,7 +194,8 @@ fn every_script_gets_event_text_only_through_quoted_env() {
 
 /// The template with one more step appended to its job.
 fn template_with_step(step: &str) -> String {
-    let template = upkeep::init::WORKFLOW_TEMPLATE.trim_end();
+    let template = upkeep::init::workflow().expect("pinned");
+    let template = template.trim_end();
     let indented: String = step.lines().map(|line| format!("      {line}\n")).collect();
     format!("{template}\n{indented}")
 }
@@ -282,7 +283,7 @@ fn evaluate(expression: &str, contexts: &Value) -> Evaluation {
 }
 
 fn the_template_job_runs(event_name: &str, event: Value, vars: Value) -> bool {
-    let doc = parse_yaml("template", upkeep::init::WORKFLOW_TEMPLATE);
+    let doc = parse_yaml("template", &upkeep::init::workflow().expect("pinned"));
     let condition = doc["jobs"]["upkeep"]["if"].as_str().expect("the job has a guard");
     let contexts = json!({"github": {"event_name": event_name, "event": event}, "vars": vars});
     evaluate(condition, &contexts).as_boolean()
