@@ -7,9 +7,8 @@
 //! four APIs' own words, becomes [`ProviderError::ContextLength`]; no answer at all becomes
 //! [`ProviderError::Transport`].
 //!
-//! There is no timeout on the whole request: a reply that streams for ten minutes is fine.
-//! Instead every wait — for the response head, and (in [`super::stream`]) for each next piece of
-//! the body — is bounded by the idle timeout from `--request-timeout`.
+//! The wait for the response head is bounded by the idle timeout from `--request-timeout`; the
+//! body's limits (progress, total time, size) are [`super::stream`]'s.
 //!
 //! The API key never reaches an error or a log line: it only travels in a header marked
 //! sensitive, URLs in errors lose any user-info and query, and error bodies that echo the key
@@ -147,6 +146,20 @@ impl Endpoint {
                 humantime::format_duration(self.idle_timeout)
             ),
             timed_out: true,
+        }
+    }
+
+    /// A reply that streamed past its time limit (see [`super::stream`]).
+    pub fn stream_time_error(&self) -> ProviderError {
+        let limit = self.idle_timeout.saturating_mul(super::stream::STREAM_TIME_FACTOR);
+        ProviderError::StreamLimit {
+            provider: self.provider,
+            message: format!(
+                "the reply from {} was still streaming after {}, the limit for one reply ({} times --request-timeout)",
+                self.shown_url,
+                humantime::format_duration(limit),
+                super::stream::STREAM_TIME_FACTOR
+            ),
         }
     }
 

@@ -192,6 +192,10 @@ pub enum ProviderError {
         message: String,
         timed_out: bool,
     },
+    /// The reply broke one of the limits every stream is held to (its size, its longest line,
+    /// its total time). Not retried: asking again gets the same.
+    #[error("{provider}: {message}")]
+    StreamLimit { provider: &'static str, message: String },
     /// The API answered 2xx with a body we cannot read.
     #[error("{provider}: malformed response: {message}")]
     MalformedResponse { provider: &'static str, message: String },
