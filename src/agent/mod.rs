@@ -98,6 +98,8 @@ struct Call<'c, 'b> {
     exec: &'c ExecContext,
     spend: &'c Spend<'b>,
     turn: u32,
+    /// How this agent's model counts tokens, for usage its provider leaves out.
+    counter: TokenCounter,
 }
 
 /// What a model call came to, for the turn loop.
@@ -183,7 +185,12 @@ impl Agent<'_> {
                 return Ok(AgentEnd::Limit(Limit::Turns(self.max_turns)));
             }
             turn += 1;
-            let call = Call { exec, spend, turn };
+            let call = Call {
+                exec,
+                spend,
+                turn,
+                counter,
+            };
             let completion = match self.ask(&call, &system, reply_schema, &cache_key, &mut history).await? {
                 Answer::Reply(completion) => completion,
                 Answer::Limit(limit) => return Ok(AgentEnd::Limit(limit)),
@@ -329,16 +336,46 @@ impl Agent<'_> {
                 }
                 Err(error) => return Err(error.into()),
             };
-            let cost = spend.record(completion.usage, price);
+            let request_bytes = prepared.messages.iter().map(|m| m.content.len()).sum::<usize>()
+                + system.len()
+                + reply_schema.to_string().len();
+            let size = budget::CallSize::new(
+                request_bytes as u64,
+                prepared.messages.len() as u64 + 1,
+                prepared.estimated_tokens,
+                (completion.content.len() as u64, call.counter.count(&completion.content)),
+                history.window(),
+            );
+            let settled = budget::settle(completion.usage, completion.usage_report, size);
+            if settled.estimated && spend.note_estimated() {
+                tracing::warn!(
+                    "{}: the provider did not report token usage; upkeep estimates it (marked \"estimated\" in model_response events) and counts the estimate against --max-tokens and --max-cost",
+                    self.provider.name()
+                );
+            }
+            if !settled.clamped.is_empty() {
+                tracing::warn!(
+                    "{} turn {turn}: the provider reported more tokens than the call could use ({}); counting the most it could",
+                    self.provider.name(),
+                    settled.clamped.join(", ")
+                );
+            }
+            let cost = spend.record(settled.usage, price);
             self.emit(
                 call,
                 Event::ModelResponse {
                     content: completion.content.clone(),
-                    usage: completion.usage,
+                    usage: crate::events::CallUsage {
+                        usage: settled.usage,
+                        estimated: settled.estimated,
+                    },
                     cost_usd: cost,
                 },
             );
-            return Ok(Answer::Reply(completion));
+            return Ok(Answer::Reply(Completion {
+                usage: settled.usage,
+                ..completion
+            }));
         }
     }
 

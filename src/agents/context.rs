@@ -100,6 +100,15 @@ impl<'a> Spend<'a> {
         self.with(|budget| budget.record_at(usage, price))
     }
 
+    /// Counts a call whose usage had to be estimated; true for the run's first such call (the
+    /// one to warn about).
+    pub fn note_estimated(&self) -> bool {
+        self.with(|budget| {
+            budget.estimated_calls = budget.estimated_calls.saturating_add(1);
+            budget.estimated_calls == 1
+        })
+    }
+
     /// What was spent so far, for progress lines.
     pub fn spent(&self) -> (Usage, f64) {
         self.with(|budget| (budget.usage, budget.cost_usd))

@@ -405,3 +405,12 @@ pub fn stream_content_type(api: Api) -> &'static str {
         _ => "text/event-stream",
     }
 }
+
+/// A streamed chat completion from a server that reports no usage (many OpenAI-compatible
+/// servers ignore `stream_options.include_usage`): the usage chunk is left out.
+pub fn openai_stream_without_usage(content: &str) -> ResponseTemplate {
+    let mut events = openai_events(content, "stop", Value::Null, None);
+    // [role, pieces..., finish, usage, [DONE]]: drop the usage chunk.
+    events.remove(events.len() - 2);
+    event_stream(events.concat())
+}
