@@ -18,6 +18,8 @@ use crate::llm::{Usage, UsageReport, pricing};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Limit {
     Turns(u32),
+    /// The cycle's model calls (`--max-turns`), every agent's together, are used up.
+    CycleCalls(u32),
     Tokens {
         limit: u64,
         used: u64,
@@ -40,6 +42,10 @@ impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Limit::Turns(n) => write!(f, "--max-turns {n} reached before the model finished the cycle"),
+            Limit::CycleCalls(n) => write!(
+                f,
+                "--max-turns {n} reached: the cycle made {n} model calls, sub-agents' and the reviewer's included"
+            ),
             Limit::Tokens {
                 limit,
                 used,

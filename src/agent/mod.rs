@@ -23,6 +23,7 @@ use crate::tools::delegate::SubAgents;
 use crate::tools::{CycleEnd, FinishStatus, Lookup, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 pub mod budget;
+pub mod caps;
 mod condense;
 pub mod context;
 pub mod file_tree;
@@ -33,6 +34,7 @@ pub mod protocol;
 pub mod template;
 
 use budget::{Budget, Limit};
+use caps::over_reply_caps;
 use context::{History, ToolResult};
 use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};
 
@@ -81,6 +83,8 @@ pub struct Agent<'a> {
     pub team: Option<&'a crate::agents::Team<'a>>,
 }
 
+const SKIPPED_AFTER_FAILURE: &str = "skipped: not run because an earlier call in this reply failed";
+
 /// Result of one call, as it goes back to the model.
 fn result_entry(call: &protocol::ToolCall, ok: bool, output: String) -> ToolResult {
     ToolResult {
@@ -127,7 +131,8 @@ impl Agent<'_> {
         budget: &mut Budget,
         opened: &mut Vec<PullRequest>,
     ) -> Result<CycleOutcome, CycleError> {
-        let spend = Spend::new(budget);
+        // `--max-turns` bounds every model call of the cycle, sub-agents' and the reviewer's too.
+        let spend = Spend::new(budget, self.max_turns);
         let exec = ExecContext::root(self.events.run_id());
         let end = self
             .run(&exec, &spend, system, first_message, reply_schema, ctx, opened)
@@ -278,7 +283,10 @@ impl Agent<'_> {
                     }));
                 }
             };
-            if let Err(limit) = spend.check_before_call(prepared.estimated_tokens, price) {
+            if let Err(limit) = spend
+                .check_before_call(prepared.estimated_tokens, price)
+                .and_then(|()| spend.take_call())
+            {
                 return Ok(Answer::Limit(limit));
             }
             self.emit(
@@ -395,16 +403,31 @@ impl Agent<'_> {
             .map(|team| team.level(self, call_of.exec, call_of.spend, call_of.turn));
         let sub_agents = sub_agents.as_ref().map(|level| level as &dyn SubAgents);
         let mut results = Vec::with_capacity(reply.tool_calls.len());
-        let mut stopped: Option<&'static str> = None;
+        let mut stopped: Option<String> = None;
         let mut end = None;
-        for call in &reply.tool_calls {
+        let mut delegations = 0;
+        for (index, call) in reply.tool_calls.iter().enumerate() {
             let name = call.tool_name.as_str();
-            if let Some(reason) = stopped {
+            if stopped.is_none() {
+                stopped = over_reply_caps(index, delegations, name);
+                if stopped.is_some() {
+                    tracing::warn!(
+                        "{} turn {}: the reply makes {} calls; those past the per-reply caps are skipped",
+                        call_of.exec.path(),
+                        call_of.turn,
+                        reply.tool_calls.len()
+                    );
+                }
+            }
+            if let Some(reason) = &stopped {
                 results.push(ToolResult {
                     skipped: true,
-                    ..result_entry(call, false, reason.to_owned())
+                    ..result_entry(call, false, reason.clone())
                 });
                 continue;
+            }
+            if name == "delegate" {
+                delegations += 1;
             }
             emit(Event::ToolCall {
                 tool: name.to_owned(),
@@ -418,7 +441,7 @@ impl Agent<'_> {
                         reason: reason.clone(),
                     });
                     results.push(result_entry(call, false, reason));
-                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    stopped = Some(SKIPPED_AFTER_FAILURE.to_owned());
                     continue;
                 }
                 Lookup::Unknown(message) => {
@@ -428,7 +451,7 @@ impl Agent<'_> {
                         output: message.clone(),
                     });
                     results.push(result_entry(call, false, message));
-                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    stopped = Some(SKIPPED_AFTER_FAILURE.to_owned());
                     continue;
                 }
             };
@@ -466,17 +489,17 @@ impl Agent<'_> {
                     (true, text)
                 }
                 Ok(ToolOutput::EndCycle(cycle_end)) => {
-                    stopped = Some("skipped: not run because the cycle ended");
+                    stopped = Some("skipped: not run because the cycle ended".to_owned());
                     end = Some(AgentEnd::Cycle(cycle_end));
                     (true, "the cycle ends here".to_owned())
                 }
                 Ok(ToolOutput::Completed(answer)) => {
-                    stopped = Some("skipped: not run because the task was completed");
+                    stopped = Some("skipped: not run because the task was completed".to_owned());
                     end = Some(AgentEnd::Answer(answer));
                     (true, "the task is complete; the answer goes to the caller".to_owned())
                 }
                 Err(ToolError::RespondToModel(message)) => {
-                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    stopped = Some(SKIPPED_AFTER_FAILURE.to_owned());
                     (false, redactor.redact(&message))
                 }
                 // A sub-agent's work cut short by the interrupt is the interrupt, not a failure.
