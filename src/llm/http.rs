@@ -179,10 +179,14 @@ impl Endpoint {
         }
     }
 
+    /// Reads what an error body says, within one idle timeout in all: a server that trickles
+    /// its error a byte at a time cannot hold the call open (each byte would otherwise restart
+    /// the wait).
     async fn read_error_body(&self, mut response: reqwest::Response) -> Vec<u8> {
         let mut body = Vec::new();
+        let deadline = tokio::time::Instant::now() + self.idle_timeout;
         while body.len() < MAX_ERROR_BODY_BYTES {
-            match tokio::time::timeout(self.idle_timeout, response.chunk()).await {
+            match tokio::time::timeout_at(deadline, response.chunk()).await {
                 Ok(Ok(Some(chunk))) => {
                     body.extend_from_slice(&chunk[..chunk.len().min(MAX_ERROR_BODY_BYTES - body.len())])
                 }

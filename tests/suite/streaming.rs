@@ -38,6 +38,8 @@ struct Plan {
     /// Send the terminating chunk; without it the connection is simply closed (a cut).
     complete: bool,
     content_type: &'static str,
+    /// The status line's code and reason.
+    status: &'static str,
     /// After the pieces, this one again and again after its pause, until the client hangs up
     /// (or [`MAX_REPEATS`] times, so that a client which never does cannot hold the test).
     forever: Option<(Duration, String)>,
@@ -56,6 +58,7 @@ impl Plan {
             pieces: Vec::new(),
             complete: true,
             content_type,
+            status: "200 OK",
             forever: None,
         }
     }
@@ -128,8 +131,8 @@ async fn serve(mut socket: tokio::net::TcpStream, plan: Plan, bodies: Arc<Mutex<
         bodies.lock().expect("lock").push(body);
     }
     let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-        plan.content_type
+        "HTTP/1.1 {}\r\nContent-Type: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        plan.status, plan.content_type
     );
     if socket.write_all(head.as_bytes()).await.is_err() {
         return;
@@ -482,6 +485,27 @@ async fn a_reply_that_trickles_forever_ends_at_the_total_stream_limit() {
         assert!(!error.is_retryable(), "{api:?}");
         assert_eq!(server.requests().len(), 1, "{api:?}: asking again would trickle again");
     }
+}
+
+/// Regression: an error answer's body was read with the idle timeout per piece, so a server
+/// answering 500 and trickling its error body a byte every 100 ms held the call for hours
+/// (64 KiB of it). The whole error body now gets one idle timeout; the error is what arrived
+/// by then.
+#[tokio::test]
+async fn an_error_body_that_trickles_forever_does_not_hold_the_call() {
+    let error = super::support::model_api::openai_error("The server had an error", "server_error", None, None);
+    // The documented error body, then whitespace (still the same JSON) that never ends.
+    let plan = Plan {
+        pieces: vec![(Duration::ZERO, error.to_string())],
+        forever: Some((Duration::from_millis(100), " ".to_owned())),
+        status: "500 Internal Server Error",
+        ..Plan::new("application/json")
+    };
+    let server = DripServer::start(vec![plan]).await;
+    let provider = provider_for(Api::OpenAi, &server.url(), Duration::from_millis(600));
+    let error = call_guarded(provider.as_ref()).await.expect_err("a 500");
+    assert!(matches!(&error, ProviderError::Http { status: 500, .. }), "{error:?}");
+    assert!(error.to_string().contains("The server had an error"), "{error}");
 }
 
 /// A boxed provider as a provider, for [`retrying`].
