@@ -139,7 +139,7 @@ pub enum Event {
 }
 
 /// One call's usage in its `model_response` event: the counts, and `"estimated": true` when the
-/// provider left them out and upkeep estimated them (see `agent::budget::settle`).
+/// provider left them out and upkeep estimated them (see `agent::usage::settle`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CallUsage {
     #[serde(flatten)]

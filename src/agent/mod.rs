@@ -32,6 +32,7 @@ pub(crate) mod markdown_headings;
 pub mod prompt;
 pub mod protocol;
 pub mod template;
+pub mod usage;
 
 use budget::{Budget, Limit};
 use caps::over_reply_caps;
@@ -344,30 +345,22 @@ impl Agent<'_> {
                 }
                 Err(error) => return Err(error.into()),
             };
-            let request_bytes = prepared.messages.iter().map(|m| m.content.len()).sum::<usize>()
-                + system.len()
-                + reply_schema.to_string().len();
-            let size = budget::CallSize::new(
-                request_bytes as u64,
-                prepared.messages.len() as u64 + 1,
+            let size = usage::CallSize::of(
+                system,
+                &prepared.messages,
+                reply_schema,
                 prepared.estimated_tokens,
-                (completion.content.len() as u64, call.counter.count(&completion.content)),
+                &completion.content,
+                call.counter,
                 history.window(),
             );
-            let settled = budget::settle(completion.usage, completion.usage_report, size);
-            if settled.estimated && spend.note_estimated() {
-                tracing::warn!(
-                    "{}: the provider did not report token usage; upkeep estimates it (marked \"estimated\" in model_response events) and counts the estimate against --max-tokens and --max-cost",
-                    self.provider.name()
-                );
-            }
-            if !settled.clamped.is_empty() {
-                tracing::warn!(
-                    "{} turn {turn}: the provider reported more tokens than the call could use ({}); counting the most it could",
-                    self.provider.name(),
-                    settled.clamped.join(", ")
-                );
-            }
+            let settled = usage::settle_and_warn(
+                completion.usage,
+                completion.usage_report,
+                size,
+                self.provider.name(),
+                || spend.note_estimated(),
+            );
             let cost = spend.record(settled.usage, price);
             self.emit(
                 call,
