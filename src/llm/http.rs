@@ -184,7 +184,7 @@ impl Endpoint {
     /// the wait).
     async fn read_error_body(&self, mut response: reqwest::Response) -> Vec<u8> {
         let mut body = Vec::new();
-        let deadline = tokio::time::Instant::now() + self.idle_timeout;
+        let deadline = super::stream::deadline_after(self.idle_timeout);
         while body.len() < MAX_ERROR_BODY_BYTES {
             match tokio::time::timeout_at(deadline, response.chunk()).await {
                 Ok(Ok(Some(chunk))) => {

@@ -78,19 +78,30 @@ struct Clock {
     total_deadline: Instant,
 }
 
+/// `duration` from now; a duration too long for the clock (a huge `--request-timeout`) means
+/// "in thirty years" rather than a panic.
+pub(super) fn deadline_after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 24 * 3600))
+}
+
 impl Clock {
     fn start(endpoint: &Endpoint) -> Self {
-        let now = Instant::now();
+        Self::new(endpoint.idle_timeout)
+    }
+
+    fn new(idle: Duration) -> Self {
         Self {
-            idle: endpoint.idle_timeout,
-            idle_deadline: now + endpoint.idle_timeout,
-            total_deadline: now + endpoint.idle_timeout.saturating_mul(STREAM_TIME_FACTOR),
+            idle,
+            idle_deadline: deadline_after(idle),
+            total_deadline: deadline_after(idle.saturating_mul(STREAM_TIME_FACTOR)),
         }
     }
 
     /// Reply text arrived.
     fn progress(&mut self) {
-        self.idle_deadline = Instant::now() + self.idle;
+        self.idle_deadline = deadline_after(self.idle);
     }
 
     /// Waits for `next` until the nearer deadline; past it, the matching error.
@@ -298,4 +309,17 @@ pub(super) fn reported_error(endpoint: &Endpoint, value: &Value) -> Option<Provi
             _ => 500,
         });
     Some(endpoint.http_error(status, message, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_too_long_for_the_clock_is_far_away_not_a_panic() {
+        let mut clock = Clock::new(Duration::MAX);
+        clock.progress();
+        assert!(clock.total_deadline > Instant::now() + Duration::from_secs(365 * 24 * 3600));
+        assert!(clock.idle_deadline > Instant::now() + Duration::from_secs(365 * 24 * 3600));
+    }
 }
