@@ -58,7 +58,7 @@ pub enum Event {
     },
     ModelResponse {
         content: String,
-        usage: Usage,
+        usage: CallUsage,
         cost_usd: f64,
     },
     Plan {
@@ -144,6 +144,16 @@ pub enum Event {
         cost_usd: f64,
         exit_code: u8,
     },
+}
+
+/// One call's usage in its `model_response` event: the counts, and `"estimated": true` when the
+/// provider left them out and upkeep estimated them (see `agent::usage::settle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CallUsage {
+    #[serde(flatten)]
+    pub usage: Usage,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 /// A declared command tool the model is offered: what it runs, and who declared it.

@@ -3,6 +3,7 @@
 //! Checked before every model call with an estimate of what the call will use, so a run stops
 //! before the call that would overspend rather than after it. Spending is counted from the
 //! API's usage: cached input and cache writes at their own rates (see [`pricing`]).
+//! What a call counts is settled first ([`super::usage`]); sums saturate, never wrap.
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,8 @@ use crate::llm::{Usage, pricing};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Limit {
     Turns(u32),
+    /// The cycle's model calls (`--max-turns`), every agent's together, are used up.
+    CycleCalls(u32),
     Tokens {
         limit: u64,
         used: u64,
@@ -35,6 +38,10 @@ impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Limit::Turns(n) => write!(f, "--max-turns {n} reached before the model finished the cycle"),
+            Limit::CycleCalls(n) => write!(
+                f,
+                "--max-turns {n} reached: the cycle made {n} model calls, sub-agents' and the reviewer's included"
+            ),
             Limit::Tokens {
                 limit,
                 used,
@@ -71,6 +78,8 @@ pub struct Budget {
     pub turns: u32,
     /// Largest reply so far: the estimate for the next reply's size.
     largest_output: u64,
+    /// Calls whose usage upkeep had to estimate.
+    pub estimated_calls: u32,
 }
 
 /// Rough token count of text (about four bytes a token for English and code), for figures
@@ -92,6 +101,7 @@ impl Budget {
             cost_usd: 0.0,
             turns: 0,
             largest_output: 0,
+            estimated_calls: 0,
         }
     }
 
@@ -132,7 +142,7 @@ impl Budget {
             ..Usage::default()
         };
         if let Some(limit) = self.limits.max_tokens {
-            if self.usage.total() + next.total() > limit {
+            if self.usage.total().saturating_add(next.total()) > limit {
                 return Err(Limit::Tokens {
                     limit,
                     used: self.usage.total(),
@@ -163,7 +173,7 @@ impl Budget {
         let cost = pricing::cost(price, usage);
         self.usage += usage;
         self.cost_usd += cost;
-        self.turns += 1;
+        self.turns = self.turns.saturating_add(1);
         self.largest_output = self.largest_output.max(usage.output_tokens);
         cost
     }
@@ -191,5 +201,31 @@ mod tests {
         // 10 tokens ~ $10: fits exactly; 11 do not.
         assert!(budget.check_before_call(10).is_ok());
         assert!(matches!(budget.check_before_call(11), Err(Limit::Cost { .. })));
+    }
+
+    /// Regression: a provider reporting `prompt_tokens = 2^64-1` wrapped the run's counters.
+    #[test]
+    fn usage_sums_saturate_instead_of_wrapping() {
+        let mut budget = Budget::new(
+            Budgets {
+                max_tokens: Some(10),
+                ..Budgets::default()
+            },
+            None,
+        );
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            output_tokens: u64::MAX,
+            cached_input_tokens: u64::MAX,
+            cache_write_tokens: u64::MAX,
+        };
+        budget.record(huge);
+        budget.record(huge);
+        assert_eq!(budget.usage, huge);
+        assert_eq!(budget.usage.total(), u64::MAX);
+        assert!(matches!(
+            budget.check_before_call(u64::MAX),
+            Err(Limit::Tokens { used: u64::MAX, .. })
+        ));
     }
 }

@@ -23,6 +23,7 @@ use crate::tools::delegate::SubAgents;
 use crate::tools::{CycleEnd, FinishStatus, Lookup, ToolContext, ToolError, ToolOutput, ToolRegistry};
 
 pub mod budget;
+pub mod caps;
 mod condense;
 pub mod context;
 pub mod file_tree;
@@ -31,8 +32,10 @@ pub(crate) mod markdown_headings;
 pub mod prompt;
 pub mod protocol;
 pub mod template;
+pub mod usage;
 
 use budget::{Budget, Limit};
+use caps::over_reply_caps;
 use context::{History, ToolResult};
 use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};
 
@@ -81,6 +84,8 @@ pub struct Agent<'a> {
     pub team: Option<&'a crate::agents::Team<'a>>,
 }
 
+const SKIPPED_AFTER_FAILURE: &str = "skipped: not run because an earlier call in this reply failed";
+
 /// Result of one call, as it goes back to the model.
 fn result_entry(call: &protocol::ToolCall, ok: bool, output: String) -> ToolResult {
     ToolResult {
@@ -98,6 +103,8 @@ struct Call<'c, 'b> {
     exec: &'c ExecContext,
     spend: &'c Spend<'b>,
     turn: u32,
+    /// How this agent's model counts tokens, for usage its provider leaves out.
+    counter: TokenCounter,
 }
 
 /// What a model call came to, for the turn loop.
@@ -125,7 +132,8 @@ impl Agent<'_> {
         budget: &mut Budget,
         opened: &mut Vec<PullRequest>,
     ) -> Result<CycleOutcome, CycleError> {
-        let spend = Spend::new(budget);
+        // `--max-turns` bounds every model call of the cycle, sub-agents' and the reviewer's too.
+        let spend = Spend::new(budget, self.max_turns);
         let exec = ExecContext::root(self.events.run_id());
         let end = self
             .run(&exec, &spend, system, first_message, reply_schema, ctx, opened)
@@ -183,7 +191,12 @@ impl Agent<'_> {
                 return Ok(AgentEnd::Limit(Limit::Turns(self.max_turns)));
             }
             turn += 1;
-            let call = Call { exec, spend, turn };
+            let call = Call {
+                exec,
+                spend,
+                turn,
+                counter,
+            };
             let completion = match self.ask(&call, &system, reply_schema, &cache_key, &mut history).await? {
                 Answer::Reply(completion) => completion,
                 Answer::Limit(limit) => return Ok(AgentEnd::Limit(limit)),
@@ -271,7 +284,10 @@ impl Agent<'_> {
                     }));
                 }
             };
-            if let Err(limit) = spend.check_before_call(prepared.estimated_tokens, price) {
+            if let Err(limit) = spend
+                .check_before_call(prepared.estimated_tokens, price)
+                .and_then(|()| spend.take_call())
+            {
                 return Ok(Answer::Limit(limit));
             }
             self.emit(
@@ -329,16 +345,38 @@ impl Agent<'_> {
                 }
                 Err(error) => return Err(error.into()),
             };
-            let cost = spend.record(completion.usage, price);
+            let size = usage::CallSize::of(
+                system,
+                &prepared.messages,
+                reply_schema,
+                prepared.estimated_tokens,
+                &completion.content,
+                call.counter,
+                history.window(),
+            );
+            let settled = usage::settle_and_warn(
+                completion.usage,
+                completion.usage_report,
+                size,
+                self.provider.name(),
+                || spend.note_estimated(),
+            );
+            let cost = spend.record(settled.usage, price);
             self.emit(
                 call,
                 Event::ModelResponse {
                     content: completion.content.clone(),
-                    usage: completion.usage,
+                    usage: crate::events::CallUsage {
+                        usage: settled.usage,
+                        estimated: settled.estimated,
+                    },
                     cost_usd: cost,
                 },
             );
-            return Ok(Answer::Reply(completion));
+            return Ok(Answer::Reply(Completion {
+                usage: settled.usage,
+                ..completion
+            }));
         }
     }
 
@@ -358,16 +396,31 @@ impl Agent<'_> {
             .map(|team| team.level(self, call_of.exec, call_of.spend, call_of.turn));
         let sub_agents = sub_agents.as_ref().map(|level| level as &dyn SubAgents);
         let mut results = Vec::with_capacity(reply.tool_calls.len());
-        let mut stopped: Option<&'static str> = None;
+        let mut stopped: Option<String> = None;
         let mut end = None;
-        for call in &reply.tool_calls {
+        let mut delegations = 0;
+        for (index, call) in reply.tool_calls.iter().enumerate() {
             let name = call.tool_name.as_str();
-            if let Some(reason) = stopped {
+            if stopped.is_none() {
+                stopped = over_reply_caps(index, delegations, name);
+                if stopped.is_some() {
+                    tracing::warn!(
+                        "{} turn {}: the reply makes {} calls; those past the per-reply caps are skipped",
+                        call_of.exec.path(),
+                        call_of.turn,
+                        reply.tool_calls.len()
+                    );
+                }
+            }
+            if let Some(reason) = &stopped {
                 results.push(ToolResult {
                     skipped: true,
-                    ..result_entry(call, false, reason.to_owned())
+                    ..result_entry(call, false, reason.clone())
                 });
                 continue;
+            }
+            if name == "delegate" {
+                delegations += 1;
             }
             emit(Event::ToolCall {
                 tool: name.to_owned(),
@@ -381,7 +434,7 @@ impl Agent<'_> {
                         reason: reason.clone(),
                     });
                     results.push(result_entry(call, false, reason));
-                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    stopped = Some(SKIPPED_AFTER_FAILURE.to_owned());
                     continue;
                 }
                 Lookup::Unknown(message) => {
@@ -391,7 +444,7 @@ impl Agent<'_> {
                         output: message.clone(),
                     });
                     results.push(result_entry(call, false, message));
-                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    stopped = Some(SKIPPED_AFTER_FAILURE.to_owned());
                     continue;
                 }
             };
@@ -429,17 +482,17 @@ impl Agent<'_> {
                     (true, text)
                 }
                 Ok(ToolOutput::EndCycle(cycle_end)) => {
-                    stopped = Some("skipped: not run because the cycle ended");
+                    stopped = Some("skipped: not run because the cycle ended".to_owned());
                     end = Some(AgentEnd::Cycle(cycle_end));
                     (true, "the cycle ends here".to_owned())
                 }
                 Ok(ToolOutput::Completed(answer)) => {
-                    stopped = Some("skipped: not run because the task was completed");
+                    stopped = Some("skipped: not run because the task was completed".to_owned());
                     end = Some(AgentEnd::Answer(answer));
                     (true, "the task is complete; the answer goes to the caller".to_owned())
                 }
                 Err(ToolError::RespondToModel(message)) => {
-                    stopped = Some("skipped: not run because an earlier call in this reply failed");
+                    stopped = Some(SKIPPED_AFTER_FAILURE.to_owned());
                     (false, redactor.redact(&message))
                 }
                 // A sub-agent's work cut short by the interrupt is the interrupt, not a failure.

@@ -3,10 +3,12 @@
 //!
 //! The path names who is acting (`root`, `root>explorer`, `root>explorer>helper`): events carry
 //! it as `agent`, people see it as a prefix, and a replay file may name it on a line so each
-//! agent is served its own replies. [`Spend`] is the run's one [`Budget`]: a sub-agent checks
-//! and records every call against it exactly as the main agent does, so `--max-tokens`,
-//! `--max-cost` and `--timeout` bind every level together.
+//! agent is served its own replies. [`Spend`] is the run's one [`Budget`] plus the cycle's
+//! count of model calls: a sub-agent checks and records every call against it exactly as the
+//! main agent does, so `--max-turns` (for the cycle), `--max-tokens`, `--max-cost` and
+//! `--timeout` bind every level together — however many sub-agents one reply starts.
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
@@ -71,13 +73,30 @@ impl ExecContext {
 /// across an `await`.
 pub struct Spend<'a> {
     budget: Mutex<&'a mut Budget>,
+    /// Model calls this cycle may make, every agent's together (`--max-turns`).
+    max_calls: u32,
+    /// Model calls made so far this cycle.
+    calls: AtomicU32,
 }
 
 impl<'a> Spend<'a> {
-    pub fn new(budget: &'a mut Budget) -> Self {
+    /// The spend of one cycle, which may make `max_calls` model calls in all.
+    pub fn new(budget: &'a mut Budget, max_calls: u32) -> Self {
         Self {
             budget: Mutex::new(budget),
+            max_calls,
+            calls: AtomicU32::new(0),
         }
+    }
+
+    /// Takes one of the cycle's model calls, or says they are used up.
+    pub fn take_call(&self) -> Result<(), Limit> {
+        self.calls
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |calls| {
+                (calls < self.max_calls).then_some(calls + 1)
+            })
+            .map(|_| ())
+            .map_err(|_| Limit::CycleCalls(self.max_calls))
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Budget) -> T) -> T {
@@ -98,6 +117,15 @@ impl<'a> Spend<'a> {
     /// Adds a call's usage priced at `price`; returns the call's cost.
     pub fn record(&self, usage: Usage, price: Option<Price>) -> f64 {
         self.with(|budget| budget.record_at(usage, price))
+    }
+
+    /// Counts a call whose usage had to be estimated; true for the run's first such call (the
+    /// one to warn about).
+    pub fn note_estimated(&self) -> bool {
+        self.with(|budget| {
+            budget.estimated_calls = budget.estimated_calls.saturating_add(1);
+            budget.estimated_calls == 1
+        })
     }
 
     /// What was spent so far, for progress lines.
@@ -148,7 +176,7 @@ mod tests {
             ..Usage::default()
         };
         {
-            let spend = Spend::new(&mut budget);
+            let spend = Spend::new(&mut budget, 20);
             spend.record(usage, None);
             spend.record(usage, None);
             // 2,000 used; the next call needs its 100 input tokens plus the 1,000-token reply
@@ -159,5 +187,15 @@ mod tests {
             ));
         }
         assert_eq!(budget.turns, 2);
+    }
+
+    #[test]
+    fn the_cycle_call_limit_binds_every_caller_together() {
+        let mut budget = Budget::new(Budgets::default(), None);
+        let spend = Spend::new(&mut budget, 2);
+        assert_eq!(spend.take_call(), Ok(()));
+        assert_eq!(spend.take_call(), Ok(()));
+        assert_eq!(spend.take_call(), Err(Limit::CycleCalls(2)));
+        assert_eq!(spend.take_call(), Err(Limit::CycleCalls(2)));
     }
 }

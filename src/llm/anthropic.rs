@@ -24,7 +24,7 @@ use super::http::{Endpoint, secret_header};
 use super::openai::{model, versioned_base_url};
 use super::schema::{self, ReplyForm, StructuredOutput};
 use super::stream::{self, Accumulator, Framing, Step};
-use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
+use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "anthropic";
@@ -192,7 +192,11 @@ impl ResponseUsage {
         let read = self.cache_read_input_tokens.unwrap_or(0);
         let written = self.cache_creation_input_tokens.unwrap_or(0);
         Usage {
-            input_tokens: self.input_tokens.unwrap_or(0) + read + written,
+            input_tokens: self
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_add(read)
+                .saturating_add(written),
             output_tokens: self.output_tokens.unwrap_or(0),
             cached_input_tokens: read,
             cache_write_tokens: written,
@@ -292,6 +296,7 @@ impl Accumulator for Reply {
         };
         Ok(Completion {
             content: self.content,
+            usage_report: UsageReport::of(self.usage.input_tokens, self.usage.output_tokens),
             usage: self.usage.normalised(),
             stop,
         })

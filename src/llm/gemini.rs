@@ -20,7 +20,7 @@ use super::http::{Endpoint, secret_header};
 use super::openai::{model, versioned_base_url};
 use super::schema::{self, ReplyForm, StructuredOutput};
 use super::stream::{self, Accumulator, Framing, Step};
-use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
+use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "gemini";
@@ -138,6 +138,7 @@ struct Reply {
     finish_reason: Option<String>,
     blocked: Option<String>,
     usage: Usage,
+    usage_report: Option<UsageReport>,
     /// Whether any chunk came with candidates (a whole answer without any is malformed).
     candidates_seen: bool,
 }
@@ -207,9 +208,16 @@ impl Reply {
         let response: Response = stream::parse(endpoint, value, "a generateContent answer")?;
         // Every chunk repeats the counts so far; the last one is the call's.
         if let Some(usage) = response.usage_metadata {
+            self.usage_report = Some(UsageReport::of(
+                usage.prompt_token_count,
+                usage.candidates_token_count.or(usage.thoughts_token_count),
+            ));
             self.usage = Usage {
                 input_tokens: usage.prompt_token_count.unwrap_or(0),
-                output_tokens: usage.candidates_token_count.unwrap_or(0) + usage.thoughts_token_count.unwrap_or(0),
+                output_tokens: usage
+                    .candidates_token_count
+                    .unwrap_or(0)
+                    .saturating_add(usage.thoughts_token_count.unwrap_or(0)),
                 cached_input_tokens: usage.cached_content_token_count.unwrap_or(0),
                 cache_write_tokens: 0,
             };
@@ -275,6 +283,7 @@ impl Accumulator for Reply {
             return Ok(Completion {
                 content: String::new(),
                 usage: self.usage,
+                usage_report: self.usage_report.unwrap_or(UsageReport::Missing),
                 stop: StopReason::Refusal(reason),
             });
         }
@@ -290,6 +299,7 @@ impl Accumulator for Reply {
         Ok(Completion {
             content: self.content,
             usage: self.usage,
+            usage_report: self.usage_report.unwrap_or(UsageReport::Missing),
             stop,
         })
     }

@@ -7,9 +7,8 @@
 //! four APIs' own words, becomes [`ProviderError::ContextLength`]; no answer at all becomes
 //! [`ProviderError::Transport`].
 //!
-//! There is no timeout on the whole request: a reply that streams for ten minutes is fine.
-//! Instead every wait — for the response head, and (in [`super::stream`]) for each next piece of
-//! the body — is bounded by the idle timeout from `--request-timeout`.
+//! The wait for the response head is bounded by the idle timeout from `--request-timeout`; the
+//! body's limits (progress, total time, size) are [`super::stream`]'s.
 //!
 //! The API key never reaches an error or a log line: it only travels in a header marked
 //! sensitive, URLs in errors lose any user-info and query, and error bodies that echo the key
@@ -150,6 +149,20 @@ impl Endpoint {
         }
     }
 
+    /// A reply that streamed past its time limit (see [`super::stream`]).
+    pub fn stream_time_error(&self) -> ProviderError {
+        let limit = self.idle_timeout.saturating_mul(super::stream::STREAM_TIME_FACTOR);
+        ProviderError::StreamLimit {
+            provider: self.provider,
+            message: format!(
+                "the reply from {} was still streaming after {}, the limit for one reply ({} times --request-timeout)",
+                self.shown_url,
+                humantime::format_duration(limit),
+                super::stream::STREAM_TIME_FACTOR
+            ),
+        }
+    }
+
     /// A request that got no (whole) answer. The cause chain is kept because "connection
     /// refused" is the useful part; reqwest's own copy of the URL is dropped for ours.
     pub fn transport(&self, error: reqwest::Error) -> ProviderError {
@@ -166,10 +179,14 @@ impl Endpoint {
         }
     }
 
+    /// Reads what an error body says, within one idle timeout in all: a server that trickles
+    /// its error a byte at a time cannot hold the call open (each byte would otherwise restart
+    /// the wait).
     async fn read_error_body(&self, mut response: reqwest::Response) -> Vec<u8> {
         let mut body = Vec::new();
+        let deadline = super::stream::deadline_after(self.idle_timeout);
         while body.len() < MAX_ERROR_BODY_BYTES {
-            match tokio::time::timeout(self.idle_timeout, response.chunk()).await {
+            match tokio::time::timeout_at(deadline, response.chunk()).await {
                 Ok(Ok(Some(chunk))) => {
                     body.extend_from_slice(&chunk[..chunk.len().min(MAX_ERROR_BODY_BYTES - body.len())])
                 }

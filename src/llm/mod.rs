@@ -127,9 +127,10 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Input and output tokens (cached ones included).
+    /// Input and output tokens (cached ones included). Counts come from the provider, so every
+    /// sum saturates rather than wrapping.
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 
     /// Input tokens billed at the full input rate: neither read from nor written to a cache.
@@ -142,10 +143,31 @@ impl Usage {
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Self) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self.cached_input_tokens.saturating_add(other.cached_input_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
+    }
+}
+
+/// Whether the API said what a call used. Some servers (many OpenAI-compatible ones, Ollama
+/// for a cached prompt) leave the counts out; the agent then estimates them, so that budgets
+/// still bind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageReport {
+    /// Both the input and the output count came from the API.
+    Reported,
+    /// At least one of them is missing; the missing ones are zero in [`Completion::usage`].
+    Missing,
+}
+
+impl UsageReport {
+    /// `Reported` when both counts are present.
+    pub(crate) fn of(input: Option<u64>, output: Option<u64>) -> Self {
+        match (input, output) {
+            (Some(_), Some(_)) => UsageReport::Reported,
+            _ => UsageReport::Missing,
+        }
     }
 }
 
@@ -165,6 +187,7 @@ pub enum StopReason {
 pub struct Completion {
     pub content: String,
     pub usage: Usage,
+    pub usage_report: UsageReport,
     pub stop: StopReason,
 }
 
@@ -192,6 +215,10 @@ pub enum ProviderError {
         message: String,
         timed_out: bool,
     },
+    /// The reply broke one of the limits every stream is held to (its size, its longest line,
+    /// its total time). Not retried: asking again gets the same.
+    #[error("{provider}: {message}")]
+    StreamLimit { provider: &'static str, message: String },
     /// The API answered 2xx with a body we cannot read.
     #[error("{provider}: malformed response: {message}")]
     MalformedResponse { provider: &'static str, message: String },

@@ -17,7 +17,7 @@ use super::http::Endpoint;
 use super::openai::{base_url, model};
 use super::schema::{self, ReplyForm, StructuredOutput};
 use super::stream::{self, Accumulator, Framing, Step};
-use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
+use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "ollama";
@@ -113,6 +113,7 @@ struct Reply {
     content: String,
     done_reason: Option<String>,
     usage: Usage,
+    usage_report: Option<UsageReport>,
 }
 
 /// One line of the stream (or the whole answer): a piece of the message; the last line has
@@ -145,7 +146,9 @@ impl Reply {
         self.content.push_str(&text);
         if line.done {
             self.done_reason = line.done_reason;
-            // Ollama keeps its own prompt cache but reports no cached count.
+            // Ollama keeps its own prompt cache but reports no cached count (and leaves
+            // `prompt_eval_count` out when the whole prompt came from it).
+            self.usage_report = Some(UsageReport::of(line.prompt_eval_count, line.eval_count));
             self.usage = Usage {
                 input_tokens: line.prompt_eval_count.unwrap_or(0),
                 output_tokens: line.eval_count.unwrap_or(0),
@@ -186,6 +189,7 @@ impl Accumulator for Reply {
         Ok(Completion {
             content: self.content,
             usage: self.usage,
+            usage_report: self.usage_report.unwrap_or(UsageReport::Missing),
             stop,
         })
     }

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::http::{Endpoint, secret_header};
 use super::schema::{self, ReplyForm, StructuredOutput};
 use super::stream::{self, Accumulator, Framing, Step};
-use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage};
+use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::config::{ConfigError, ProviderSettings};
 
 const NAME: &str = "openai";
@@ -158,6 +158,7 @@ struct Reply {
     refusal: Option<String>,
     finish_reason: Option<String>,
     usage: Usage,
+    usage_report: Option<UsageReport>,
 }
 
 /// One streamed chunk (`chat.completion.chunk`), or a whole `chat.completion`: the same fields,
@@ -206,6 +207,7 @@ impl Reply {
     fn add(&mut self, endpoint: &Endpoint, value: Value) -> Result<usize, ProviderError> {
         let chunk: Chunk = stream::parse(endpoint, value, "a chat completion chunk")?;
         if let Some(usage) = chunk.usage {
+            self.usage_report = Some(UsageReport::of(usage.prompt_tokens, usage.completion_tokens));
             // `prompt_tokens` already includes the cached ones; OpenAI bills no cache writes.
             self.usage = Usage {
                 input_tokens: usage.prompt_tokens.unwrap_or(0),
@@ -271,6 +273,7 @@ impl Accumulator for Reply {
         Ok(Completion {
             content: self.content,
             usage: self.usage,
+            usage_report: self.usage_report.unwrap_or(UsageReport::Missing),
             stop,
         })
     }

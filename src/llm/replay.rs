@@ -107,6 +107,8 @@ impl Provider for Replay {
         Ok(Completion {
             content: reply.content.clone(),
             usage: reply.usage,
+            // A script's usage is what it says: none means none, nothing was spent.
+            usage_report: super::UsageReport::Reported,
             stop: StopReason::Complete,
         })
     }

@@ -1,32 +1,42 @@
-//! Reading a streamed reply: server-sent events (OpenAI, Anthropic, Gemini) parsed by the
-//! `eventsource-stream` crate, or Ollama's newline-delimited JSON split by `tokio-util`'s
-//! `LinesCodec`.
+//! Reading a streamed reply: server-sent events (OpenAI, Anthropic, Gemini) or Ollama's
+//! newline-delimited JSON, cut into events by [`frames`].
 //!
-//! Guarantees: every wait for the next piece is bounded by the idle timeout, so a reply that
-//! keeps streaming is never cut while one that stalls is; the whole reply is bounded in size; a
-//! stream that ends before the API's last event is a retryable [`ProviderError::Transport`]
-//! (the retry asks again from scratch, a half reply is never used); dropping the future (an
-//! interrupt) closes the connection at once. A server that ignores `stream: true` and answers
-//! with one JSON body is read whole, as before streaming.
+//! Guarantees, the same for all four APIs:
+//! - **Progress, not events, keeps a reply alive.** The idle timeout (`--request-timeout`)
+//!   runs from the response head and restarts only when reply text arrives; keep-alive comments,
+//!   empty events, pings and events without text do not restart it, so a server cannot hold a
+//!   call open by sending them forever.
+//! - **A whole reply has a time limit**: [`STREAM_TIME_FACTOR`] times the idle timeout, however
+//!   steadily it trickles.
+//! - **Raw bytes are capped before parsing** at [`MAX_REPLY_BYTES`], and no line is held beyond
+//!   [`frames::MAX_LINE_BYTES`], so a stream that never ends an event or a line costs bounded
+//!   memory and (see [`frames`]) linear work.
+//! - A stream that ends before the API's last event is a retryable [`ProviderError::Transport`]
+//!   (the retry asks again from scratch, a half reply is never used); a stream over a limit is
+//!   [`ProviderError::StreamLimit`], not retried, since asking again gets the same; dropping the
+//!   future (an interrupt) closes the connection at once. A server that ignores `stream: true`
+//!   and answers with one JSON body is read whole, under the same limits.
 
-use eventsource_stream::Eventsource;
-use futures_util::{Stream, StreamExt, TryStreamExt};
+use std::time::Duration;
+
 use serde_json::Value;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio::time::Instant;
 
 use super::http::Endpoint;
 use super::{Completion, ProviderError};
 
-/// The most of a reply read into memory. Replies are kilobytes; this only stops a misbehaving
+mod frames;
+
+pub(super) use frames::Framing;
+
+/// The most of a reply's raw bytes read. Replies are kilobytes; this only stops a misbehaving
 /// server from exhausting memory.
 const MAX_REPLY_BYTES: usize = 32 * 1024 * 1024;
 
-/// How a provider's stream is cut into events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Framing {
-    ServerSentEvents,
-    JsonLines,
-}
+/// A reply's whole stream may last this many idle timeouts (30 minutes at the default
+/// `--request-timeout` of 300 s): far more than the longest real reply takes, and a bound on
+/// a server that trickles text forever.
+pub(crate) const STREAM_TIME_FACTOR: u32 = 6;
 
 /// What the last event meant for the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,11 +71,59 @@ pub(super) async fn exchange<A: Accumulator>(
     read(endpoint, response, framing, progress, accumulator).await
 }
 
+/// The clocks of one reply: the idle deadline moves with progress, the total one never does.
+struct Clock {
+    idle: Duration,
+    idle_deadline: Instant,
+    total_deadline: Instant,
+}
+
+/// `duration` from now; a duration too long for the clock (a huge `--request-timeout`) means
+/// "in thirty years" rather than a panic.
+pub(super) fn deadline_after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 24 * 3600))
+}
+
+impl Clock {
+    fn start(endpoint: &Endpoint) -> Self {
+        Self::new(endpoint.idle_timeout)
+    }
+
+    fn new(idle: Duration) -> Self {
+        Self {
+            idle,
+            idle_deadline: deadline_after(idle),
+            total_deadline: deadline_after(idle.saturating_mul(STREAM_TIME_FACTOR)),
+        }
+    }
+
+    /// Reply text arrived.
+    fn progress(&mut self) {
+        self.idle_deadline = deadline_after(self.idle);
+    }
+
+    /// Waits for `next` until the nearer deadline; past it, the matching error.
+    async fn wait<T>(
+        &self,
+        endpoint: &Endpoint,
+        next: impl std::future::Future<Output = T>,
+    ) -> Result<T, ProviderError> {
+        let deadline = self.idle_deadline.min(self.total_deadline);
+        match tokio::time::timeout_at(deadline, next).await {
+            Ok(value) => Ok(value),
+            Err(_) if deadline == self.total_deadline => Err(endpoint.stream_time_error()),
+            Err(_) => Err(endpoint.idle_timeout_error("reply text from the model")),
+        }
+    }
+}
+
 /// Reads `response` to the end through `accumulator`, telling `progress` the reply text's
 /// size as it grows.
 async fn read<A: Accumulator>(
     endpoint: &Endpoint,
-    response: reqwest::Response,
+    mut response: reqwest::Response,
     framing: Framing,
     progress: Option<&(dyn Fn(u64) + Send + Sync)>,
     mut accumulator: A,
@@ -76,8 +134,9 @@ async fn read<A: Accumulator>(
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default()
         .to_ascii_lowercase();
+    let mut clock = Clock::start(endpoint);
     if content_type.starts_with("application/json") {
-        let body = read_whole(endpoint, response).await?;
+        let body = read_whole(endpoint, &mut clock, response).await?;
         let value = serde_json::from_slice(&body).map_err(|error| ProviderError::MalformedResponse {
             provider: endpoint.provider,
             message: format!("the body of the answer is not JSON: {error}"),
@@ -85,86 +144,88 @@ async fn read<A: Accumulator>(
         accumulator.whole(endpoint, value)?;
         return accumulator.finish(endpoint, true);
     }
-    let bytes = response.bytes_stream();
-    let done = match framing {
-        Framing::ServerSentEvents => {
-            let events = bytes.eventsource().map(|item| match item {
-                Ok(event) => Ok((event.event, event.data)),
-                Err(eventsource_stream::EventStreamError::Transport(error)) => Err(endpoint.transport(error)),
-                Err(other) => Err(ProviderError::MalformedResponse {
+    let mut framer = frames::Framer::new(framing);
+    let mut received: usize = 0;
+    let mut text: u64 = 0;
+    let done = loop {
+        let chunk = clock
+            .wait(endpoint, response.chunk())
+            .await?
+            .map_err(|error| endpoint.transport(error))?;
+        let frames = match chunk {
+            Some(chunk) => {
+                received = received.saturating_add(chunk.len());
+                if received > MAX_REPLY_BYTES {
+                    return Err(too_large(endpoint));
+                }
+                framer.push(&chunk).map_err(|error| ProviderError::StreamLimit {
                     provider: endpoint.provider,
-                    message: format!("unreadable event stream: {other}"),
-                }),
-            });
-            drain(endpoint, events, progress, &mut accumulator).await?
-        }
-        Framing::JsonLines => {
-            let reader = tokio_util::io::StreamReader::new(bytes.map_err(std::io::Error::other));
-            let lines =
-                FramedRead::new(reader, LinesCodec::new_with_max_length(MAX_REPLY_BYTES)).map(|item| match item {
-                    Ok(line) => Ok((String::new(), line)),
-                    Err(LinesCodecError::Io(error)) => Err(ProviderError::Transport {
-                        provider: endpoint.provider,
-                        message: format!(
-                            "request to {} failed while reading the reply: {}",
-                            endpoint.shown_url,
-                            endpoint.redact(crate::text::error_chain(&error))
-                        ),
-                        timed_out: false,
-                    }),
-                    Err(LinesCodecError::MaxLineLengthExceeded) => Err(too_large(endpoint)),
-                });
-            drain(endpoint, lines, progress, &mut accumulator).await?
+                    message: error.to_string(),
+                })?
+            }
+            None => {
+                let last: Vec<_> = framer.finish().into_iter().collect();
+                match feed(endpoint, last, &mut accumulator, &mut text, progress)? {
+                    Fed::Done => break true,
+                    Fed::More { .. } => break false,
+                }
+            }
+        };
+        match feed(endpoint, frames, &mut accumulator, &mut text, progress)? {
+            Fed::Done => break true,
+            Fed::More { progressed: false } => {}
+            Fed::More { progressed: true } => clock.progress(),
         }
     };
     accumulator.finish(endpoint, done)
 }
 
-/// Feeds events to the accumulator until the API's final event or the end of the stream;
-/// returns whether the final event came.
-async fn drain<A: Accumulator>(
+/// What a batch of events came to.
+enum Fed {
+    Done,
+    More { progressed: bool },
+}
+
+/// Hands `frames` to the accumulator, adding the reply text they carry to `text` and telling
+/// `progress` after each event that added some.
+fn feed<A: Accumulator>(
     endpoint: &Endpoint,
-    events: impl Stream<Item = Result<(String, String), ProviderError>>,
-    progress: Option<&(dyn Fn(u64) + Send + Sync)>,
+    frames: Vec<frames::Frame>,
     accumulator: &mut A,
-) -> Result<bool, ProviderError> {
-    let mut events = std::pin::pin!(events);
-    let mut received: usize = 0;
-    let mut text: u64 = 0;
-    loop {
-        let next = tokio::time::timeout(endpoint.idle_timeout, events.next())
-            .await
-            .map_err(|_| endpoint.idle_timeout_error("data from the model"))?;
-        let Some(event) = next else {
-            return Ok(false);
-        };
-        let (name, data) = event?;
-        received += data.len();
-        if received > MAX_REPLY_BYTES {
-            return Err(too_large(endpoint));
-        }
-        if data.trim().is_empty() {
+    text: &mut u64,
+    progress: Option<&(dyn Fn(u64) + Send + Sync)>,
+) -> Result<Fed, ProviderError> {
+    let mut progressed = false;
+    for frame in frames {
+        if frame.data.trim().is_empty() {
             continue;
         }
-        match accumulator.event(endpoint, &name, &data)? {
-            Step::Done => return Ok(true),
+        match accumulator.event(endpoint, &frame.name, &frame.data)? {
+            Step::Done => return Ok(Fed::Done),
             Step::More(0) => {}
             Step::More(added) => {
-                text += added as u64;
+                *text = text.saturating_add(added as u64);
+                progressed = true;
                 if let Some(progress) = progress {
-                    progress(text);
+                    progress(*text);
                 }
             }
         }
     }
+    Ok(Fed::More { progressed })
 }
 
-async fn read_whole(endpoint: &Endpoint, mut response: reqwest::Response) -> Result<Vec<u8>, ProviderError> {
+/// A body that is the whole reply: every byte is reply, so every byte is progress.
+async fn read_whole(
+    endpoint: &Endpoint,
+    clock: &mut Clock,
+    mut response: reqwest::Response,
+) -> Result<Vec<u8>, ProviderError> {
     let mut body = Vec::new();
     loop {
-        let chunk = tokio::time::timeout(endpoint.idle_timeout, response.chunk())
-            .await
-            .map_err(|_| endpoint.idle_timeout_error("data from the model"))?
+        let chunk = clock
+            .wait(endpoint, response.chunk())
+            .await?
             .map_err(|error| endpoint.transport(error))?;
         let Some(chunk) = chunk else {
             return Ok(body);
@@ -173,11 +234,12 @@ async fn read_whole(endpoint: &Endpoint, mut response: reqwest::Response) -> Res
             return Err(too_large(endpoint));
         }
         body.extend_from_slice(&chunk);
+        clock.progress();
     }
 }
 
 fn too_large(endpoint: &Endpoint) -> ProviderError {
-    ProviderError::MalformedResponse {
+    ProviderError::StreamLimit {
         provider: endpoint.provider,
         message: format!("the reply is larger than {} MiB", MAX_REPLY_BYTES / (1024 * 1024)),
     }
@@ -247,4 +309,17 @@ pub(super) fn reported_error(endpoint: &Endpoint, value: &Value) -> Option<Provi
             _ => 500,
         });
     Some(endpoint.http_error(status, message, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_too_long_for_the_clock_is_far_away_not_a_panic() {
+        let mut clock = Clock::new(Duration::MAX);
+        clock.progress();
+        assert!(clock.total_deadline > Instant::now() + Duration::from_secs(365 * 24 * 3600));
+        assert!(clock.idle_deadline > Instant::now() + Duration::from_secs(365 * 24 * 3600));
+    }
 }

@@ -458,3 +458,75 @@ async fn an_interrupt_reaches_a_sub_agent_at_once() {
     assert!(interrupted.elapsed() < Duration::from_secs(20), "stopped at once");
     assert_eq!(upkeep.leftover_temp_entries(), 0, "temporary clone removed");
 }
+
+/// Regression: one reply with 40 `delegate` calls under `--max-turns 2` made 402 model calls,
+/// because each sub-agent had its own turn limit and nothing bounded them together. Now
+/// `--max-turns` bounds every model call of the cycle, and one reply may delegate at most
+/// `MAX_DELEGATIONS_PER_REPLY` times: the run stops at the limit after 2 calls in all.
+#[test]
+fn forty_delegations_in_one_reply_stay_within_max_turns_for_the_whole_cycle() {
+    let repo = TestRepo::new();
+    let fan_out: Vec<(&str, Value)> = (0..40)
+        .map(|n| {
+            (
+                "delegate",
+                json!({"agent": "explorer", "task": format!("look at part {n}")}),
+            )
+        })
+        .collect();
+    let mut lines = vec![line("root", reply("fan out", &fan_out))];
+    // Each explorer looks nine times and answers on its tenth and last turn, so that every
+    // delegation succeeds and the batch runs on: 1 + 40 * 10 + 1 calls without a bound.
+    for n in 0..40 {
+        lines.extend((0..9).map(|_| line("root>explorer", reply("look", &[("list_files", json!({"path": "."}))]))));
+        lines.push(line("root>explorer", complete(json!(format!("part {n} seen")))));
+    }
+    lines.push(line("root", finish("completed")));
+    let out = run(&repo, lines, &["--max-turns", "2"]);
+    let calls = out.events_of("model_response").len();
+    assert_eq!(calls, 2, "every agent's calls count against --max-turns 2");
+    out.assert_code(4);
+    assert!(out.stderr.contains("--max-turns 2 reached"), "{}", out.stderr);
+    // The explorer's cut-off reaches the caller as the delegate call's failure; the other 39
+    // calls never run.
+    let result = delegate_result(&out);
+    assert_eq!(result["ok"], false, "{result}");
+    assert!(
+        result["output"].as_str().is_some_and(|o| o.contains("--max-turns 2")),
+        "{result}"
+    );
+    assert_eq!(
+        of_agent(&out, "tool_call", "root").len(),
+        1,
+        "one delegation ran: {}",
+        out.stdout
+    );
+}
+
+/// A reply may start at most three sub-agents: the fourth `delegate` and everything after it
+/// are reported to the model as skipped, with the cap, and never run.
+#[test]
+fn a_reply_delegates_at_most_three_times() {
+    let repo = TestRepo::new();
+    let fan_out: Vec<(&str, Value)> = (0..5)
+        .map(|n| {
+            (
+                "delegate",
+                json!({"agent": "explorer", "task": format!("look at part {n}")}),
+            )
+        })
+        .collect();
+    let mut lines = vec![line("root", reply("fan out", &fan_out))];
+    lines.extend((0..3).map(|n| line("root>explorer", complete(json!(format!("answer {n}"))))));
+    lines.push(line("root", finish("completed")));
+    let out = run(&repo, lines, &[]);
+    out.assert_code(0);
+    assert_eq!(of_agent(&out, "model_response", "root>explorer").len(), 3);
+    let delegated: Vec<Value> = of_agent(&out, "tool_result", "root")
+        .into_iter()
+        .filter(|e| e["tool"] == "delegate")
+        .collect();
+    assert_eq!(delegated.len(), 3, "{}", out.stdout);
+    assert!(delegated.iter().all(|e| e["ok"] == true), "{delegated:?}");
+    assert!(out.stderr.contains("per-reply caps"), "{}", out.stderr);
+}

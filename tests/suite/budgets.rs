@@ -170,3 +170,108 @@ async fn received(server: &MockServer) -> Vec<wiremock::Request> {
     super::support::conformance::assert_each_request_conforms(&requests);
     requests
 }
+
+/// `upkeep run` against `server` with `extra` options; the model keeps reading the README.
+async fn reading_run(server: &MockServer, extra: &[&str]) -> super::support::RunOutput {
+    run_with(server, extra).await
+}
+
+/// Regression: a provider that leaves `usage` out was counted as zero tokens, so `--max-tokens`
+/// and `--max-cost` never stopped the run. upkeep now estimates the call (the request's own
+/// estimate, the reply's text), marks the event `estimated`, counts it in the budgets and the
+/// summary, and warns once.
+#[tokio::test(flavor = "multi_thread")]
+async fn usage_a_provider_leaves_out_is_estimated_and_counted_against_max_tokens() {
+    let content = reply("read", &[("read_file", json!({"path": "README.md"}))]);
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(super::support::model_api::openai_stream_without_usage(&content))
+        .mount(&server)
+        .await;
+    // One call to learn the size of the first request, as upkeep estimates it.
+    let probe = reading_run(&server, &["--max-turns", "1"]).await;
+    probe.assert_code(4);
+    let first_request = probe.events_of("context")[0]["estimated_tokens"]
+        .as_u64()
+        .expect("estimate");
+    let response = &probe.events_of("model_response")[0];
+    assert_eq!(response["usage"]["estimated"], true, "{response}");
+    assert_eq!(response["usage"]["input_tokens"], first_request);
+    assert!(response["usage"]["output_tokens"].as_u64() > Some(0), "{response}");
+    assert!(response["cost_usd"].as_f64() > Some(0.0), "{response}");
+    assert!(
+        probe.events_of("run_finished")[0]["usage"]["input_tokens"].as_u64() >= Some(first_request),
+        "the summary counts the estimate"
+    );
+    assert_eq!(
+        probe.stderr.matches("did not report token usage").count(),
+        1,
+        "{}",
+        probe.stderr
+    );
+
+    // The first call fits (its request plus the 1,000-token reply estimate); after it, the
+    // estimated spend leaves no room for a second one.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(super::support::model_api::openai_stream_without_usage(&content))
+        .mount(&server)
+        .await;
+    let limit = (first_request + 1_000 + first_request / 2).to_string();
+    let out = reading_run(&server, &["--max-tokens", &limit]).await;
+    out.assert_code(4);
+    assert!(out.stderr.contains(&format!("--max-tokens {limit}")), "{}", out.stderr);
+    assert_eq!(received(&server).await.len(), 1, "the estimate stopped the second call");
+    assert_eq!(out.stderr.matches("did not report token usage").count(), 1);
+}
+
+/// Chat Completions usage as a server that lies might report it: every count at `value`.
+fn openai_usage_of(value: u64) -> serde_json::Value {
+    json!({
+        "prompt_tokens": value,
+        "completion_tokens": value,
+        "total_tokens": value,
+        "prompt_tokens_details": {"cached_tokens": value, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+    })
+}
+
+/// Regression: a provider reporting `prompt_tokens = 2^64-1` (18446744073709551615) wrapped the
+/// run's token counter (and panicked a debug build). Counts beyond what the request could hold
+/// are now clamped with a warning, and every sum saturates.
+#[tokio::test(flavor = "multi_thread")]
+async fn usage_larger_than_the_request_could_hold_is_clamped_and_never_wraps() {
+    let replies = [
+        reply("read", &[("read_file", json!({"path": "README.md"}))]),
+        super::support::finish("no_tasks"),
+    ];
+    let server = MockServer::start().await;
+    for (index, content) in replies.iter().enumerate() {
+        Mock::given(method("POST"))
+            .respond_with(openai_stream(content, "stop", openai_usage_of(u64::MAX)))
+            .up_to_n_times(1)
+            .with_priority(u8::try_from(index + 1).expect("few replies"))
+            .mount(&server)
+            .await;
+    }
+    let out = run_with(&server, &["--max-tokens", "100000000"]).await;
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains("reported more tokens than the call could use"),
+        "{}",
+        out.stderr
+    );
+    for response in out.events_of("model_response") {
+        let usage = &response["usage"];
+        let input = usage["input_tokens"].as_u64().expect("input");
+        let context = usage["cached_input_tokens"].as_u64().expect("cached");
+        // gpt-4.1's window, larger than this request's bytes: the most it could have held.
+        assert!(input <= 1_047_576, "clamped: {usage}");
+        assert!(context <= input, "{usage}");
+        // gpt-4.1's window: the most a reply can have used.
+        assert!(usage["output_tokens"].as_u64() <= Some(1_047_576), "{usage}");
+        assert!(usage.get("estimated").is_none(), "reported, not estimated: {usage}");
+    }
+    let total = &out.events_of("run_finished")[0]["usage"];
+    assert!(total["input_tokens"].as_u64() <= Some(2 * 1_047_576), "{total}");
+}

@@ -23,8 +23,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::support::conformance::{Api, Body, assert_conforms};
 use super::support::model_api::{
-    anthropic_body, anthropic_events, anthropic_usage, gemini_body, gemini_events, gemini_usage, ollama_body,
-    ollama_lines, openai_events, openai_usage,
+    anthropic_body, anthropic_events, anthropic_usage, gemini_body, gemini_events, gemini_usage, keep_alive,
+    ollama_body, ollama_lines, openai_events, openai_usage, stream_content_type, stream_opening, text_event,
 };
 use super::support::{TestRepo, Upkeep, finish, signal_and_wait};
 
@@ -37,6 +37,31 @@ struct Plan {
     pieces: Vec<(Duration, String)>,
     /// Send the terminating chunk; without it the connection is simply closed (a cut).
     complete: bool,
+    content_type: &'static str,
+    /// The status line's code and reason.
+    status: &'static str,
+    /// After the pieces, this one again and again after its pause, until the client hangs up
+    /// (or [`MAX_REPEATS`] times, so that a client which never does cannot hold the test).
+    forever: Option<(Duration, String)>,
+}
+
+/// How often a [`Plan`]'s `forever` piece is sent at most.
+const MAX_REPEATS: usize = 600;
+
+/// How long a test waits for a call that should end by itself: only a guard against a hang
+/// (the outcome, not the time, is what the tests check).
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+impl Plan {
+    fn new(content_type: &'static str) -> Self {
+        Self {
+            pieces: Vec::new(),
+            complete: true,
+            content_type,
+            status: "200 OK",
+            forever: None,
+        }
+    }
 }
 
 /// A loopback HTTP/1.1 server answering connection `i` with `plans[i]` (the last plan for the
@@ -105,13 +130,23 @@ async fn serve(mut socket: tokio::net::TcpStream, plan: Plan, bodies: Arc<Mutex<
     if let Ok(body) = serde_json::from_slice(&received[head_end..head_end + length]) {
         bodies.lock().expect("lock").push(body);
     }
-    let head =
-        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+    let head = format!(
+        "HTTP/1.1 {}\r\nContent-Type: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        plan.status, plan.content_type
+    );
     if socket.write_all(head.as_bytes()).await.is_err() {
         return;
     }
-    for (pause, piece) in plan.pieces {
+    let repeated = plan
+        .forever
+        .iter()
+        .flat_map(|piece| std::iter::repeat_n(piece.clone(), MAX_REPEATS));
+    for (pause, piece) in plan.pieces.into_iter().chain(repeated) {
         tokio::time::sleep(pause).await;
+        // An empty chunk would end the body.
+        if piece.is_empty() {
+            continue;
+        }
         let chunk = format!("{:x}\r\n{piece}\r\n", piece.len());
         if socket.write_all(chunk.as_bytes()).await.is_err() || socket.flush().await.is_err() {
             return;
@@ -130,7 +165,7 @@ fn openai_plan(pause: Duration) -> Plan {
             .into_iter()
             .map(|event| (pause, event))
             .collect(),
-        complete: true,
+        ..Plan::new("text/event-stream")
     }
 }
 
@@ -164,8 +199,22 @@ fn conversation() -> (Vec<Message>, Value) {
 
 #[tokio::test]
 async fn a_reply_that_keeps_streaming_is_never_cut_by_the_request_timeout() {
-    // Six events a third of a second apart: two seconds in all, against a one-second timeout.
-    let server = DripServer::start(vec![openai_plan(Duration::from_millis(330))]).await;
+    // The reply's text in six pieces a third of a second apart: two seconds in all, against a
+    // one-second idle timeout that only reply text restarts. The role, finish and usage events
+    // come at once, as they do from the API.
+    let events = openai_events(REPLY, "stop", openai_usage(100, 20, 0), None);
+    let chars: Vec<char> = REPLY.chars().collect();
+    let mut pieces = vec![(Duration::ZERO, events[0].clone())];
+    for piece in chars.chunks(chars.len().div_ceil(6)) {
+        let piece: String = piece.iter().collect();
+        pieces.push((Duration::from_millis(330), text_event(Api::OpenAi, &piece)));
+    }
+    pieces.extend(events[4..].iter().map(|event| (Duration::ZERO, event.clone())));
+    let server = DripServer::start(vec![Plan {
+        pieces,
+        ..Plan::new("text/event-stream")
+    }])
+    .await;
     let provider = OpenAi::new(&settings(
         ProviderKind::Openai,
         format!("{}/v1", server.url()),
@@ -322,7 +371,7 @@ async fn an_interrupt_stops_a_reply_that_is_streaming() {
             .into_iter()
             .map(|event| (Duration::from_secs(2), event))
             .collect(),
-        complete: true,
+        ..Plan::new("text/event-stream")
     };
     let server = DripServer::start(vec![slow]).await;
     let repo = TestRepo::new();
@@ -353,6 +402,197 @@ async fn an_interrupt_stops_a_reply_that_is_streaming() {
         interrupted.elapsed()
     );
     assert_eq!(upkeep.leftover_temp_entries(), 0);
+}
+
+/// `api`'s provider, asking the server at `url` (the host root) with idle timeout `timeout`.
+fn provider_for(api: Api, url: &str, timeout: Duration) -> Box<dyn Provider> {
+    match api {
+        Api::OpenAi => {
+            Box::new(OpenAi::new(&settings(ProviderKind::Openai, format!("{url}/v1"), timeout)).expect("openai"))
+        }
+        Api::Anthropic => {
+            Box::new(Anthropic::new(&settings(ProviderKind::Anthropic, url.to_owned(), timeout)).expect("anthropic"))
+        }
+        Api::Gemini => Box::new(Gemini::new(&settings(ProviderKind::Gemini, url.to_owned(), timeout)).expect("gemini")),
+        Api::Ollama => Box::new(Ollama::new(&settings(ProviderKind::Ollama, url.to_owned(), timeout)).expect("ollama")),
+    }
+}
+
+/// One call to `provider`, failing the test (rather than hanging it) should it never end.
+async fn call_guarded(provider: &dyn Provider) -> Result<upkeep::llm::Completion, ProviderError> {
+    let (messages, schema) = conversation();
+    tokio::time::timeout(
+        HANG_GUARD,
+        provider.complete(CompletionRequest::new("system", &messages, &schema)),
+    )
+    .await
+    .expect("the call ended by itself (hang guard)")
+}
+
+const EVERY_API: [Api; 4] = [Api::OpenAi, Api::Anthropic, Api::Gemini, Api::Ollama];
+
+/// Regression: the idle timeout restarted on every event, so a server sending keep-alives (SSE
+/// comments, empty events, Anthropic pings, Ollama lines without text) every 100 ms held a
+/// call open forever. Only reply text is progress now; each API's keep-alives end in the idle
+/// timeout error.
+#[tokio::test]
+async fn keep_alives_forever_end_in_the_idle_timeout_for_every_api() {
+    for api in EVERY_API {
+        let plan = Plan {
+            pieces: vec![(Duration::ZERO, stream_opening(api) + &text_event(api, "{\"plan\""))],
+            forever: Some((Duration::from_millis(100), keep_alive(api))),
+            ..Plan::new(stream_content_type(api))
+        };
+        let server = DripServer::start(vec![plan]).await;
+        let provider = provider_for(api, &server.url(), Duration::from_millis(600));
+        let error = call_guarded(provider.as_ref())
+            .await
+            .expect_err("keep-alives are not a reply");
+        assert!(
+            matches!(&error, ProviderError::Transport { timed_out: true, .. }),
+            "{api:?}: {error:?}"
+        );
+        assert!(
+            error.to_string().contains("no reply text") && error.to_string().contains("--request-timeout"),
+            "{api:?}: {error}"
+        );
+        assert_eq!(server.requests().len(), 1, "{api:?}");
+    }
+}
+
+/// Regression: a reply that trickles a little text forever (a byte every 100 ms) never tripped
+/// the idle timeout and had no other bound. Every reply's stream now ends at
+/// `STREAM_TIME_FACTOR` (6) times `--request-timeout`, with an error that is not retried.
+#[tokio::test]
+async fn a_reply_that_trickles_forever_ends_at_the_total_stream_limit() {
+    for api in [Api::OpenAi, Api::Ollama] {
+        let plan = Plan {
+            pieces: vec![(Duration::ZERO, stream_opening(api))],
+            forever: Some((Duration::from_millis(100), text_event(api, " "))),
+            ..Plan::new(stream_content_type(api))
+        };
+        let server = DripServer::start(vec![plan]).await;
+        // 300 ms idle: each 100 ms piece is progress; the whole stream may last 1.8 s.
+        let provider = retrying(Unboxed(provider_for(api, &server.url(), Duration::from_millis(300))), 3);
+        let error = call_guarded(&provider).await.expect_err("the stream never ends");
+        assert!(
+            matches!(&error, ProviderError::StreamLimit { .. }),
+            "{api:?}: {error:?}"
+        );
+        assert!(
+            error.to_string().contains("still streaming") && error.to_string().contains("--request-timeout"),
+            "{api:?}: {error}"
+        );
+        assert!(!error.is_retryable(), "{api:?}");
+        assert_eq!(server.requests().len(), 1, "{api:?}: asking again would trickle again");
+    }
+}
+
+/// Regression: an error answer's body was read with the idle timeout per piece, so a server
+/// answering 500 and trickling its error body a byte every 100 ms held the call for hours
+/// (64 KiB of it). The whole error body now gets one idle timeout; the error is what arrived
+/// by then.
+#[tokio::test]
+async fn an_error_body_that_trickles_forever_does_not_hold_the_call() {
+    let error = super::support::model_api::openai_error("The server had an error", "server_error", None, None);
+    // The documented error body, then whitespace (still the same JSON) that never ends.
+    let plan = Plan {
+        pieces: vec![(Duration::ZERO, error.to_string())],
+        forever: Some((Duration::from_millis(100), " ".to_owned())),
+        status: "500 Internal Server Error",
+        ..Plan::new("application/json")
+    };
+    let server = DripServer::start(vec![plan]).await;
+    let provider = provider_for(Api::OpenAi, &server.url(), Duration::from_millis(600));
+    let error = call_guarded(provider.as_ref()).await.expect_err("a 500");
+    assert!(matches!(&error, ProviderError::Http { status: 500, .. }), "{error:?}");
+    assert!(error.to_string().contains("The server had an error"), "{error}");
+}
+
+/// A boxed provider as a provider, for [`retrying`].
+struct Unboxed(Box<dyn Provider>);
+
+#[async_trait::async_trait]
+impl Provider for Unboxed {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn model(&self) -> &str {
+        self.0.model()
+    }
+    async fn complete(&self, request: CompletionRequest<'_>) -> Result<upkeep::llm::Completion, ProviderError> {
+        self.0.complete(request).await
+    }
+}
+
+/// A loopback server answering one request with `prefix` and then one line that never ends:
+/// `x` in 64 KiB chunks as fast as the client reads, up to 256 MiB. Returns its URL and the
+/// count of bytes the client took before it hung up.
+async fn endless_line_server(content_type: &'static str, prefix: String) -> (String, tokio::task::JoinHandle<u64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+    let served = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.expect("accept");
+        // The request is small; read until its body has surely arrived, then answer.
+        let mut buffer = vec![0u8; 1 << 16];
+        let mut request = Vec::new();
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") || !request.ends_with(b"}") {
+            match socket.read(&mut buffer).await {
+                Ok(0) | Err(_) => return 0,
+                Ok(read) => request.extend_from_slice(&buffer[..read]),
+            }
+        }
+        let mut head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        );
+        if !prefix.is_empty() {
+            head.push_str(&format!("{:x}\r\n{prefix}\r\n", prefix.len()));
+        }
+        if socket.write_all(head.as_bytes()).await.is_err() {
+            return 0;
+        }
+        let piece = format!("{:x}\r\n{}\r\n", 1 << 16, "x".repeat(1 << 16));
+        let mut written = 0u64;
+        while written < 256 << 20 {
+            if socket.write_all(piece.as_bytes()).await.is_err() {
+                break;
+            }
+            written += 1 << 16;
+        }
+        written
+    });
+    (url, served)
+}
+
+/// Regression: a `data:` line without its end grew the SSE parser's buffer without bound
+/// (256 MiB in 20 s; the 32 MiB cap applied only to finished events) and was rescanned on
+/// every chunk. Raw bytes are now capped before parsing and a line is refused once it is
+/// longer than 8 MiB: the call ends with a size error, the client having taken a bounded
+/// part of what the server had to send. The same for an Ollama line.
+#[tokio::test]
+async fn an_endless_line_ends_in_a_size_error_after_a_bounded_read() {
+    for api in [Api::OpenAi, Api::Ollama] {
+        let prefix = match api {
+            Api::Ollama => String::new(),
+            _ => stream_opening(api) + "data: ",
+        };
+        let (url, served) = endless_line_server(stream_content_type(api), prefix).await;
+        let provider = provider_for(api, &url, Duration::from_secs(10));
+        let error = call_guarded(provider.as_ref()).await.expect_err("the line never ends");
+        assert!(
+            matches!(&error, ProviderError::StreamLimit { .. }),
+            "{api:?}: {error:?}"
+        );
+        assert!(error.to_string().contains("MiB"), "{api:?}: {error}");
+        drop(provider);
+        let taken = tokio::time::timeout(HANG_GUARD, served)
+            .await
+            .expect("the client hung up")
+            .expect("server task");
+        // 8 MiB read, plus what the kernel's socket buffers held: far from the 256 MiB sent to
+        // a client that never stops reading.
+        assert!(taken < 64 << 20, "{api:?}: the client took {} MiB", taken >> 20);
+    }
 }
 
 /// What the server received, each body checked against the API description of its path.

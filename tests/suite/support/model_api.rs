@@ -350,3 +350,67 @@ pub async fn run_against(api: Api, server: &MockServer, repo: &TestRepo, extra: 
         .run_async()
         .await
 }
+
+// --- Streams that never end ---------------------------------------------------------------------
+
+/// The events that open `api`'s streamed reply before any text (Anthropic's `message_start` and
+/// `content_block_start`; OpenAI's role chunk), as one SSE or NDJSON text.
+pub fn stream_opening(api: Api) -> String {
+    match api {
+        Api::OpenAi => openai_events("", "stop", Value::Null, None)[0].clone(),
+        Api::Anthropic => anthropic_body(&anthropic_events("", "end_turn", anthropic_usage(10, 0, 0), 1)[..2]),
+        Api::Gemini | Api::Ollama => String::new(),
+    }
+}
+
+/// One event that holds `api`'s stream open without adding reply text, each in the way the
+/// API (or a proxy before it) really does: an SSE comment and an OpenAI chunk with empty
+/// content; Anthropic's `ping`; a Gemini chunk with an empty text part; an Ollama line with
+/// empty content.
+pub fn keep_alive(api: Api) -> String {
+    match api {
+        Api::OpenAi => format!(": keep-alive\n\n{}", text_event(api, "")),
+        Api::Anthropic => anthropic_body(&[("ping", json!({"type": "ping"}))]),
+        Api::Gemini | Api::Ollama => text_event(api, ""),
+    }
+}
+
+/// One event that adds `text` to `api`'s streamed reply.
+pub fn text_event(api: Api, text: &str) -> String {
+    match api {
+        Api::OpenAi => {
+            let chunk = openai_chunk(json!({"content": text}), Value::Null);
+            assert_conforms(Api::OpenAi, Body::StreamChunk, &chunk);
+            format!("data: {chunk}\n\n")
+        }
+        Api::Anthropic => anthropic_body(&[(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        )]),
+        Api::Gemini => gemini_body(&[json!({
+            "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
+            "modelVersion": "gemini-2.5-flash", "responseId": "mAitaLmkHPPlz7IPvtfUqQ4"
+        })]),
+        Api::Ollama => ollama_body(&[json!({
+            "model": "llama3.1", "created_at": "2025-06-12T14:13:43.416799Z",
+            "message": {"role": "assistant", "content": text}, "done": false
+        })]),
+    }
+}
+
+/// The content type `api` streams with.
+pub fn stream_content_type(api: Api) -> &'static str {
+    match api {
+        Api::Ollama => "application/x-ndjson",
+        _ => "text/event-stream",
+    }
+}
+
+/// A streamed chat completion from a server that reports no usage (many OpenAI-compatible
+/// servers ignore `stream_options.include_usage`): the usage chunk is left out.
+pub fn openai_stream_without_usage(content: &str) -> ResponseTemplate {
+    let mut events = openai_events(content, "stop", Value::Null, None);
+    // [role, pieces..., finish, usage, [DONE]]: drop the usage chunk.
+    events.remove(events.len() - 2);
+    event_stream(events.concat())
+}
