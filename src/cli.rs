@@ -92,6 +92,11 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_STRUCTURED_OUTPUT", value_enum, value_name = "FORM")]
     pub structured_output: Option<StructuredOutputMode>,
 
+    /// The most tokens one reply may take, sent with every request [default: the room the
+    /// context window leaves for the reply, at most 8192]
+    #[arg(long, env = "UPKEEP_MAX_REPLY_TOKENS", value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(16..))]
+    pub max_reply_tokens: Option<u64>,
+
     /// Benchmark knob: send every tool result whole in every request (no masking), to measure
     /// what the history policy saves. Not for real runs.
     #[arg(long, env = "UPKEEP_FULL_HISTORY", hide = true, value_parser = BoolishValueParser::new())]

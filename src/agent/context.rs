@@ -184,6 +184,22 @@ impl History {
         }
     }
 
+    /// After the server said how large it counted a request of `estimated` tokens and how large
+    /// its window is: fit into the server's window (when smaller than the one assumed), and scale
+    /// later estimates by the server's own count, so the next request is sized by the server's
+    /// numbers rather than by a guess.
+    pub fn learn(&mut self, server: crate::llm::window::OverflowSizes, estimated: u64) {
+        if server.window >= 1024 && server.window < self.window {
+            self.window = server.window;
+        }
+        let ratio = if estimated == 0 {
+            1.0
+        } else {
+            server.requested as f64 / estimated as f64
+        };
+        self.safety = self.safety.max(ratio * 1.05);
+    }
+
     /// After the provider said a request of `estimated` tokens did not fit: scale later
     /// estimates so that such a request no longer looks as if it fits.
     pub fn tighten(&mut self, estimated: u64) {

@@ -315,6 +315,7 @@ impl Agent<'_> {
                 },
                 progress: Some(&progress),
                 agent: Some(call.exec.path()),
+                max_reply_tokens: Some(crate::llm::window::reply_reserve(history.window())),
             };
             let deadline = spend.deadline();
             let result = tokio::select! {
@@ -333,7 +334,10 @@ impl Agent<'_> {
                         prepared.estimated_tokens
                     );
                     retried_smaller = true;
-                    history.tighten(prepared.estimated_tokens);
+                    match crate::llm::window::overflow_sizes(&message) {
+                        Some(server) => history.learn(server, prepared.estimated_tokens),
+                        None => history.tighten(prepared.estimated_tokens),
+                    }
                     continue;
                 }
                 Err(ProviderError::ContextLength { message, .. }) => {

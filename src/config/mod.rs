@@ -84,6 +84,9 @@ pub struct ProviderSettings {
     pub context_window: Option<u64>,
     /// `--structured-output`, else the operator's `[models."name"] structured_output`.
     pub structured_output: crate::kinds::StructuredOutputMode,
+    /// `--max-reply-tokens`: the reply cap sent with every request, instead of the room the
+    /// context fitting leaves.
+    pub max_reply_tokens: Option<u64>,
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -95,6 +98,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("api_key", &self.api_key.as_ref().map(|_| "set"))
             .field("context_window", &self.context_window)
             .field("structured_output", &self.structured_output)
+            .field("max_reply_tokens", &self.max_reply_tokens)
             .finish()
     }
 }

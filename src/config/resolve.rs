@@ -198,6 +198,7 @@ fn provider_settings(args: &RunArgs, purpose: Purpose) -> Result<ProviderSetting
         request_timeout: Duration::from_secs(args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS)),
         context_window: None,
         structured_output: args.structured_output.unwrap_or_default(),
+        max_reply_tokens: args.max_reply_tokens,
     })
 }
 

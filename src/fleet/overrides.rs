@@ -45,6 +45,7 @@ pub struct RunOverrides {
     pub require_sandbox: Option<bool>,
     pub allow_network: Option<bool>,
     pub structured_output: Option<crate::kinds::StructuredOutputMode>,
+    pub max_reply_tokens: Option<u64>,
 }
 
 /// `--forge` as written in a file.
@@ -129,6 +130,7 @@ impl RunOverrides {
         set(&mut args.require_sandbox, &self.require_sandbox);
         set(&mut args.allow_network, &self.allow_network);
         set_some(&mut args.structured_output, &self.structured_output);
+        set_some(&mut args.max_reply_tokens, &self.max_reply_tokens);
         Ok(())
     }
 }

@@ -48,6 +48,8 @@ pub struct Anthropic {
     endpoint: Endpoint,
     model: String,
     structured: StructuredOutput,
+    /// `--max-reply-tokens`.
+    max_reply_tokens: Option<u64>,
 }
 
 impl Anthropic {
@@ -57,6 +59,7 @@ impl Anthropic {
             endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model: model(settings, DEFAULT_MODEL),
             structured: StructuredOutput::new(settings.structured_output, schema::SCHEMA_OR_INSTRUCTION),
+            max_reply_tokens: settings.max_reply_tokens,
         })
     }
 
@@ -76,7 +79,10 @@ impl Anthropic {
                 json!({"role": role, "content": [text_block(&message.content, marked.contains(&index))]})
             })
             .collect();
-        let mut body = json!({"model": self.model, "max_tokens": MAX_TOKENS, "stream": true});
+        let max_tokens = request
+            .reply_cap(self.max_reply_tokens)
+            .unwrap_or(u64::from(MAX_TOKENS));
+        let mut body = json!({"model": self.model, "max_tokens": max_tokens, "stream": true});
         if cache_system {
             body["system"] = json!([text_block(request.system, true)]);
         }

@@ -43,6 +43,8 @@ pub struct Gemini {
     endpoint: Endpoint,
     model: String,
     structured: StructuredOutput,
+    /// `--max-reply-tokens`.
+    max_reply_tokens: Option<u64>,
 }
 
 impl Gemini {
@@ -67,6 +69,7 @@ impl Gemini {
             endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model,
             structured: StructuredOutput::new(settings.structured_output, schema::SCHEMA_OR_INSTRUCTION),
+            max_reply_tokens: settings.max_reply_tokens,
         })
     }
 
@@ -88,6 +91,9 @@ impl Gemini {
         }
         body["contents"] = json!(contents);
         let mut generation_config = json!({"responseMimeType": "application/json"});
+        if let Some(cap) = request.reply_cap(self.max_reply_tokens) {
+            generation_config["maxOutputTokens"] = json!(cap);
+        }
         if structured {
             generation_config["responseJsonSchema"] = schema::gemini(request.reply_schema);
         }

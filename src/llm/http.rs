@@ -222,7 +222,7 @@ pub(super) fn shown_url(url: &str) -> String {
 /// also from vLLM and other compatible servers), Anthropic's `prompt is too long` (and
 /// `exceed context limit` when `max_tokens` tips it over), Gemini's INVALID_ARGUMENT "input
 /// token count ... exceeds the maximum number of tokens allowed", Ollama's "the input length
-/// exceeds the context length".
+/// exceeds the context length", llama.cpp's "exceeds the available context size".
 pub(super) fn is_context_length(status: u16, message: &str) -> bool {
     if !(status == 400 || status == 413 || status == 422) {
         return false;
@@ -236,6 +236,10 @@ pub(super) fn is_context_length(status: u16, message: &str) -> bool {
         "exceeds the maximum number of tokens",
         "exceeds the context length",
         "context window",
+        // llama.cpp's server: "request (8317 tokens) exceeds the available context size (8192
+        // tokens)", type `exceed_context_size_error`.
+        "exceeds the available context size",
+        "exceed_context_size_error",
     ]
     .iter()
     .any(|marker| message.contains(marker))

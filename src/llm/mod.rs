@@ -75,6 +75,17 @@ pub struct CompletionRequest<'a> {
     /// Which agent asks, as its path (`root>explorer`; see [`ROOT_AGENT`]). The replay provider
     /// serves each agent its own scripted replies by the path.
     pub agent: Option<&'a str>,
+    /// The most tokens the reply may take: the room the context fitting left for it. Sent with
+    /// every request (unless `--max-reply-tokens` says otherwise), so a rambling reply cannot
+    /// generate until the server's context is full.
+    pub max_reply_tokens: Option<u64>,
+}
+
+impl CompletionRequest<'_> {
+    /// The reply cap to send: the operator's `--max-reply-tokens`, else the request's own.
+    pub fn reply_cap(&self, operator: Option<u64>) -> Option<u64> {
+        operator.or(self.max_reply_tokens)
+    }
 }
 
 impl std::fmt::Debug for CompletionRequest<'_> {
@@ -98,6 +109,7 @@ impl<'a> CompletionRequest<'a> {
             cache: CacheHints::default(),
             progress: None,
             agent: None,
+            max_reply_tokens: None,
         }
     }
 }

@@ -32,6 +32,8 @@ pub struct Ollama {
     /// Sent as `options.num_ctx`.
     context_window: u64,
     structured: StructuredOutput,
+    /// `--max-reply-tokens`.
+    max_reply_tokens: Option<u64>,
 }
 
 impl Ollama {
@@ -45,6 +47,7 @@ impl Ollama {
                 .unwrap_or_else(|| super::window::default_window(&model)),
             model,
             structured: StructuredOutput::new(settings.structured_output, schema::SCHEMA_OR_INSTRUCTION),
+            max_reply_tokens: settings.max_reply_tokens,
         })
     }
 
@@ -65,12 +68,16 @@ impl Ollama {
         } else {
             json!("json")
         };
+        let mut options = json!({"num_ctx": self.context_window});
+        if let Some(cap) = request.reply_cap(self.max_reply_tokens) {
+            options["num_predict"] = json!(cap);
+        }
         json!({
             "model": self.model,
             "messages": messages,
             "stream": true,
             "format": format,
-            "options": {"num_ctx": self.context_window},
+            "options": options,
         })
     }
 

@@ -40,16 +40,28 @@ pub struct OpenAi {
     structured: StructuredOutput,
     /// Cleared when a compatible server refuses `prompt_cache_key`/`stream_options`.
     options: AtomicBool,
+    /// `--max-reply-tokens`.
+    max_reply_tokens: Option<u64>,
+    /// OpenAI's own API takes the reply cap as `max_completion_tokens` (its `max_tokens` is
+    /// deprecated and refused by reasoning models); compatible servers know `max_tokens`.
+    cap_field: &'static str,
 }
 
 impl OpenAi {
     pub fn new(settings: &ProviderSettings) -> Result<Self, ConfigError> {
         let url = format!("{}/chat/completions", base_url(settings, DEFAULT_BASE_URL));
+        let cap_field = if url.starts_with(DEFAULT_BASE_URL) {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
         Ok(Self {
             endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model: model(settings, DEFAULT_MODEL),
             structured: StructuredOutput::new(settings.structured_output, schema::CHAT_COMPLETIONS_FORMS),
             options: AtomicBool::new(true),
+            max_reply_tokens: settings.max_reply_tokens,
+            cap_field,
         })
     }
 
@@ -66,6 +78,9 @@ impl OpenAi {
             messages.push(json!({"role": role, "content": message.content}));
         }
         let mut body = json!({"model": self.model, "messages": messages, "stream": true});
+        if let Some(cap) = request.reply_cap(self.max_reply_tokens) {
+            body[self.cap_field] = json!(cap);
+        }
         if self.options.load(Ordering::Relaxed) {
             body["stream_options"] = json!({"include_usage": true});
             if let Some(key) = request.cache.key {

@@ -167,6 +167,10 @@ async fn read<A: Accumulator>(
                 let last: Vec<_> = framer.finish().into_iter().collect();
                 match feed(endpoint, last, &mut accumulator, &mut text, progress)? {
                     Fed::Done => break true,
+                    // A 200 whose stream holds nothing at all is how some servers (llama.cpp's
+                    // Python server) answer a request that overflows the context: taken as an
+                    // overflow, it is masked harder and asked once more, not retried as is.
+                    Fed::More { .. } if received == 0 => return Err(empty_stream(endpoint)),
                     Fed::More { .. } => break false,
                 }
             }
@@ -242,6 +246,17 @@ fn too_large(endpoint: &Endpoint) -> ProviderError {
     ProviderError::StreamLimit {
         provider: endpoint.provider,
         message: format!("the reply is larger than {} MiB", MAX_REPLY_BYTES / (1024 * 1024)),
+    }
+}
+
+/// A 200 with an empty stream: most likely the request overflowed the server's context.
+fn empty_stream(endpoint: &Endpoint) -> ProviderError {
+    ProviderError::ContextLength {
+        provider: endpoint.provider,
+        message: format!(
+            "{} answered 200 with an empty stream, which servers do when the request overflows the model's context window",
+            endpoint.url
+        ),
     }
 }
 

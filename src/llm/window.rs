@@ -49,6 +49,40 @@ pub fn reply_reserve(window: u64) -> u64 {
     MAX_REPLY_RESERVE.min(window / 4)
 }
 
+/// What an overflow error says of the server's own sizes, where it says them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverflowSizes {
+    /// The tokens the server counted for the request.
+    pub requested: u64,
+    /// The server's context window (llama.cpp's `n_ctx`, vLLM's `max_model_len`).
+    pub window: u64,
+}
+
+/// Reads the sizes out of an overflow error: llama.cpp's "request (8317 tokens) exceeds the
+/// available context size (8192 tokens)" and vLLM's "maximum context length is 4096 tokens.
+/// However, you requested 5000 tokens".
+pub fn overflow_sizes(message: &str) -> Option<OverflowSizes> {
+    static PATTERNS: std::sync::OnceLock<[regex::Regex; 2]> = std::sync::OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        [
+            regex::Regex::new(
+                r"request \((?P<requested>\d+) tokens\) exceeds the available context size \((?P<window>\d+) tokens\)",
+            ),
+            regex::Regex::new(
+                r"maximum context length is (?P<window>\d+) tokens\. However, you requested (?P<requested>\d+) tokens",
+            ),
+        ]
+        .map(|pattern| pattern.expect("a valid pattern"))
+    });
+    patterns.iter().find_map(|pattern| {
+        let found = pattern.captures(message)?;
+        Some(OverflowSizes {
+            requested: found.name("requested")?.as_str().parse().ok()?,
+            window: found.name("window")?.as_str().parse().ok()?,
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +96,30 @@ mod tests {
         assert_eq!(default_window("llama3.1"), UNKNOWN_MODEL_WINDOW);
         assert_eq!(reply_reserve(200_000), 8_192);
         assert_eq!(reply_reserve(8_192), 2_048);
+    }
+
+    #[test]
+    fn overflow_errors_of_llama_cpp_and_vllm_give_the_servers_sizes() {
+        assert_eq!(
+            overflow_sizes("request (8317 tokens) exceeds the available context size (8192 tokens), try increasing it"),
+            Some(OverflowSizes {
+                requested: 8317,
+                window: 8192
+            })
+        );
+        assert_eq!(
+            overflow_sizes(
+                "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion)."
+            ),
+            Some(OverflowSizes {
+                requested: 5000,
+                window: 4096
+            })
+        );
+        assert_eq!(overflow_sizes("prompt is too long"), None);
+        assert_eq!(
+            overflow_sizes("request (99999999999999999999999 tokens) exceeds the available context size (1 tokens)"),
+            None
+        );
     }
 }

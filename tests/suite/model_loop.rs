@@ -388,3 +388,76 @@ async fn structured_output_can_be_chosen_by_hand() {
         assert_eq!(bodies(&requests)[0]["response_format"]["type"], expected, "{choice}");
     }
 }
+
+/// No reply cap was sent, so a rambling turn on a local server generated until the server's
+/// context was full (701 s for one turn). Every request now carries one: the room the context
+/// fitting leaves for the reply, or `--max-reply-tokens`. A compatible server gets `max_tokens`.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_request_carries_a_reply_cap() {
+    for (extra, expected) in [
+        (vec!["--context-window", "8192"], 2_048),
+        (vec!["--context-window", "8192", "--max-reply-tokens", "300"], 300),
+    ] {
+        let repo = TestRepo::new();
+        let server = model_server(vec![finish("no_tasks")]).await;
+        let mut args = vec!["--task", "t", "--model", "smollm2"];
+        args.extend(extra);
+        openai_run(&repo, &server, &args).run_async().await.assert_code(0);
+        let requests = server.received_requests().await.expect("recorded");
+        let body = &bodies(&requests)[0];
+        assert_eq!(body["max_tokens"], expected, "{args:?}");
+        assert!(
+            body.get("max_completion_tokens").is_none(),
+            "a compatible server: {body}"
+        );
+    }
+}
+
+/// llama.cpp's own server words an overflow as "request (N tokens) exceeds the available context
+/// size (M tokens)" (`exceed_context_size_error`), which matched none of upkeep's markers, so the
+/// documented mask-and-retry never happened (exit 1). llama.cpp's Python server answers an
+/// overflow with a 200 and an empty stream, which was retried five times as a cut connection.
+/// Both are now taken as an overflow and masked harder once; llama.cpp's numbers are used (its
+/// window, its own token count). A first request has nothing older to mask, so here the run
+/// stops honestly with the context-window limit (exit 4) and names the server's window.
+#[tokio::test(flavor = "multi_thread")]
+async fn llama_cpp_overflows_are_recognised_and_masked_harder_once() {
+    let overflow = json!({"error": {
+        "code": 400,
+        "message": "request (4300 tokens) exceeds the available context size (4096 tokens), try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 4300,
+        "n_ctx": 4096,
+    }});
+    for (first, window) in [
+        (ResponseTemplate::new(400).set_body_json(overflow), "4096"),
+        (
+            ResponseTemplate::new(200).insert_header("content-type", "text/event-stream"),
+            "32768",
+        ),
+    ] {
+        let repo = TestRepo::new();
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(first)
+            .mount(&server)
+            .await;
+        let out = openai_run(&repo, &server, &["--task", "t", "--model", "smollm2"])
+            .run_async()
+            .await;
+        out.assert_code(4);
+        let requests = server.received_requests().await.expect("recorded");
+        assert_eq!(requests.len(), 1, "no blind retries: {}", out.stderr);
+        assert!(
+            out.stderr.contains("masking harder and asking once more"),
+            "taken as an overflow: {}",
+            out.stderr
+        );
+        assert!(
+            out.stderr.contains(&format!("context window of {window} tokens")),
+            "names the window: {}",
+            out.stderr
+        );
+    }
+}

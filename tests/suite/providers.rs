@@ -103,6 +103,7 @@ fn settings(kind: ProviderKind, base_url: String, key: Option<&str>) -> Provider
         request_timeout: Duration::from_secs(10),
         context_window: None,
         structured_output: Default::default(),
+        max_reply_tokens: None,
     }
 }
 

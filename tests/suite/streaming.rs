@@ -179,6 +179,7 @@ fn settings(kind: ProviderKind, base_url: String, timeout: Duration) -> Provider
         request_timeout: timeout,
         context_window: None,
         structured_output: Default::default(),
+        max_reply_tokens: None,
     }
 }
 
