@@ -9,6 +9,7 @@ use crate::exec::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, N
 fn policy() -> SandboxPolicy {
     SandboxPolicy {
         writable: vec![PathBuf::from("/work/clone"), PathBuf::from("/tmp/scratch")],
+        readable: vec![PathBuf::from("/usr")],
         plan: SandboxPlan {
             kernel: Kernel::Linux,
             filesystem: Filesystem::Landlock,

@@ -4,6 +4,7 @@
 //! after a command (processes, its pids cgroup) is tried in `cleanup`.
 
 mod cleanup;
+pub(crate) mod isolation;
 
 use std::time::{Duration, Instant};
 
@@ -289,6 +290,7 @@ fn a_sandbox_planned_for_another_system_is_refused() {
     let marker = dir.path().join("ran");
     let policy = SandboxPolicy {
         writable: vec![dir.path().to_path_buf()],
+        readable: Vec::new(),
         plan: SandboxPlan::decide(&Probe::nothing(other), false),
         limits: Limits::default(),
     };
@@ -359,7 +361,15 @@ fn node_and_rustc_work_under_the_default_limits() {
     } else {
         skip("node is not installed; only rustc is tried");
     }
-    let out = run_commands(Upkeep::new(), &commands, &["--shell-timeout", "300"]);
+    // Commands read the toolchains of the operator's environment: the test's HOME is its own,
+    // so rustup's home is named, as an operator whose toolchains live elsewhere would.
+    let rustup_home = std::path::Path::new(&sysroot)
+        .ancestors()
+        .nth(2)
+        .map(std::path::Path::to_owned)
+        .unwrap_or_default();
+    let upkeep = Upkeep::new().env("RUSTUP_HOME", &rustup_home);
+    let out = run_commands(upkeep, &commands, &["--shell-timeout", "300"]);
     out.assert_code(0);
     let results = outputs(&out);
     assert!(results[0].starts_with("rustc ok\n"), "{}", results[0]);

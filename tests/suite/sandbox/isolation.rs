@@ -1,0 +1,117 @@
+//! What a command may see of the machine: its own clone and scratch directory and the system,
+//! not the machine's temporary space (where other runs' clones live), not another user's view
+//! of upkeep's directories, and not other processes.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::super::support::{Script, TestRepo, Upkeep, finish};
+use super::{outputs, run_commands, shell, wait_until};
+
+/// A secret file planted in the machine's `/tmp`, removed when dropped.
+pub(crate) struct Planted {
+    pub(crate) path: PathBuf,
+    pub(crate) secret: String,
+}
+
+impl Planted {
+    pub(crate) fn in_dir(dir: &Path, name: &str) -> Self {
+        let secret = format!("planted-secret-{}-{}", std::process::id(), fastrand::u64(..));
+        let path = dir.join(format!("{name}-{}", fastrand::u64(..)));
+        std::fs::write(&path, &secret).expect("planted");
+        Planted { path, secret }
+    }
+}
+
+impl Drop for Planted {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Why: commands could read anything upkeep's user can, including every other file in the
+/// machine's temporary directory and, in upkeep's TMPDIR, other runs' clones. Only the system,
+/// the command's own clone and its scratch directory are readable now.
+#[test]
+fn a_command_cannot_read_the_machines_temporary_directory() {
+    let upkeep = Upkeep::new();
+    let in_tmp = Planted::in_dir(Path::new("/tmp"), "upkeep-test-planted");
+    // What another run's clone looks like: a directory beside this run's in upkeep's TMPDIR.
+    let sibling = upkeep.temp_dir().join("upkeep-sibling");
+    std::fs::create_dir_all(&sibling).expect("sibling");
+    let in_sibling = Planted::in_dir(&sibling, "secret");
+    let snoop = format!(
+        "cat {tmp}; cat {sib}; ls {sibdir}; echo listed=$(ls /tmp 2>/dev/null | grep -c upkeep-test-planted); echo tried",
+        tmp = in_tmp.path.display(),
+        sib = in_sibling.path.display(),
+        sibdir = sibling.display(),
+    );
+    // The command's own clone, its history and its scratch stay usable.
+    let own = "cat README.md && git log --oneline | wc -l && echo x > \"$TMPDIR/f\" && cat \"$TMPDIR/f\" \
+               && echo y > \"$HOME/g\" && echo own-ok";
+    let out = run_commands(upkeep, &[&snoop, own], &[]);
+    out.assert_code(0);
+    let results = outputs(&out);
+    assert!(results[0].contains("tried"), "{}", results[0]);
+    assert!(!results[0].contains(&in_tmp.secret), "read /tmp: {}", results[0]);
+    assert!(
+        !results[0].contains(&in_sibling.secret),
+        "read a sibling: {}",
+        results[0]
+    );
+    assert!(results[0].contains("listed=0\n"), "listed /tmp: {}", results[0]);
+    assert!(results[1].contains("own-ok"), "{}", results[1]);
+}
+
+/// Why: the temporary root was made with the umask's mode (0755), so on a shared host every
+/// user could read a private repository's clone while a run went on. Observed from outside
+/// while a command holds the run, and tried as `nobody`.
+#[test]
+fn every_temporary_directory_upkeep_makes_is_private() {
+    let repo = TestRepo::new();
+    let script = Script::new(&[shell("wait", "sleep 987601"), finish("no_tasks")]);
+    let mut upkeep = Upkeep::new().args(["run", "--task", "t", "--allow-dangerous-tools", "--json", "--repo"]);
+    upkeep = upkeep.args([repo.path()]).args(["--replay"]).args([script.path()]);
+    let temp = upkeep.temp_dir();
+    // `nobody` may pass through the test's own directories to reach upkeep's.
+    for dir in [upkeep.tmp.path(), temp.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let mut child = upkeep.spawn();
+    let root = || -> Option<PathBuf> {
+        std::fs::read_dir(&temp)
+            .ok()?
+            .flatten()
+            .map(|entry| entry.path())
+            .find(|path| path.join("tmp").exists())
+    };
+    let found = wait_until(Duration::from_secs(30), || root().is_some());
+    let root = root();
+    let mut modes = Vec::new();
+    let mut listed = None;
+    if let Some(root) = &root {
+        for dir in [root.clone(), root.join("repo"), root.join("git"), root.join("tmp")] {
+            let mode = std::fs::metadata(&dir)
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or(0);
+            modes.push((dir, mode));
+        }
+        if nix::unistd::geteuid().is_root() {
+            listed = std::process::Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
+                .arg(root.join("repo/README.md"))
+                .output()
+                .ok();
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(found, "the run never made its clone");
+    for (dir, mode) in &modes {
+        assert_eq!(*mode, 0o700, "{} has mode {mode:o}", dir.display());
+    }
+    if let Some(listed) = listed {
+        assert!(!listed.status.success(), "nobody read the clone: {listed:?}");
+    }
+}
