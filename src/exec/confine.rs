@@ -9,6 +9,8 @@
 //! What it does, in order, failing closed (exit 126 and a message, never running the program
 //! with less than was planned):
 //!
+//! 0. as the init of a PID namespace whose plan has a private `/proc`: mounts it over the
+//!    host's (see `namespaces`);
 //! 1. resource limits (`limits`);
 //! 2. Landlock: read and execute only the readable paths (the system, the toolchains, the
 //!    clone's git directory: see `readable`), read, write, create, remove and rename only
@@ -50,7 +52,7 @@ use nix::unistd::Pid;
 
 use super::invocation::{EXIT_CANNOT_RUN, Invocation, cannot_run, exit_status_for, fail};
 use super::limits;
-use super::plan::{Capabilities, Filesystem, Network};
+use super::plan::{Capabilities, Filesystem, Network, Proc};
 
 /// The newest Landlock ABI whose filesystem rights were tested with this code. Newer ABIs add
 /// rights (e.g. ABI 9's pathname UNIX socket connections) whose denial could break ordinary
@@ -105,6 +107,12 @@ pub fn run(invocation: &Invocation) -> ExitCode {
                 EXIT_CANNOT_RUN,
                 &format!("cannot tie the sandbox to its supervisor: {error}"),
             );
+        }
+    }
+    if init && plan.proc == Proc::Private {
+        // Before Landlock, which forbids mounting, and before the capabilities go.
+        if let Err(message) = super::namespaces::mount_private_proc() {
+            return fail(EXIT_CANNOT_RUN, &format!("refusing to run the command: {message}"));
         }
     }
     if let Err(message) = apply_limits(&policy.limits, plan.process_limit) {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::exec::limits::ProcessLimit;
-use crate::exec::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, Network};
+use crate::exec::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, Network, Proc};
 
 fn policy() -> SandboxPolicy {
     SandboxPolicy {
@@ -19,6 +19,7 @@ fn policy() -> SandboxPolicy {
             process_limit: ProcessLimit::Rlimit,
             cleanup: Cleanup::PidNamespace,
             signal_scope: true,
+            proc: Proc::Private,
         },
         limits: Limits::default(),
     }

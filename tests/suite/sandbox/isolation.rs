@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::super::support::{Script, TestRepo, Upkeep, finish};
-use super::{outputs, run_commands, shell, wait_until};
+use super::{outputs, run_commands, sandbox_of, shell, wait_until};
 
 /// A secret file planted in the machine's `/tmp`, removed when dropped.
 pub(crate) struct Planted {
@@ -114,4 +114,36 @@ fn every_temporary_directory_upkeep_makes_is_private() {
     if let Some(listed) = listed {
         assert!(!listed.status.success(), "nobody read the clone: {listed:?}");
     }
+}
+
+/// Why: the PID namespace kept the host's `/proc`, so a command listed every process of the
+/// machine and read their command lines (this test's and upkeep's included).
+#[test]
+fn commands_see_only_their_own_processes() {
+    let me = std::process::id();
+    let snoop = format!(
+        "echo pids: $(ls /proc | grep -c '^[0-9]'); \
+         tr '\\0' ' ' < /proc/{me}/cmdline; echo; \
+         for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -c -e 'run[ ]--repo' ; \
+         echo done"
+    );
+    let out = run_commands(Upkeep::new(), &[&snoop], &[]);
+    out.assert_code(0);
+    let sandbox = sandbox_of(&out);
+    let result = &outputs(&out)[0];
+    assert!(result.contains("done"), "{result}");
+    // The sandbox's init, the shell and what it runs: a handful, not the machine's.
+    let pids: u32 = result
+        .lines()
+        .find_map(|line| line.strip_prefix("pids: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(u32::MAX);
+    assert!(pids < 10, "saw {pids} processes: {result}");
+    let test_binary = std::env::args().next().unwrap_or_default();
+    assert!(
+        !result.contains(&test_binary),
+        "read this test's command line: {result}"
+    );
+    assert!(result.contains("\n0\n"), "saw upkeep or this test: {result}");
+    assert_eq!(sandbox["proc"], "private", "{sandbox}");
 }
