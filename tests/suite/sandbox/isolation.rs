@@ -42,7 +42,14 @@ fn a_command_cannot_read_the_machines_temporary_directory() {
     std::fs::create_dir_all(&sibling).expect("sibling");
     let in_sibling = Planted::in_dir(&sibling, "secret");
     let snoop = format!(
-        "cat {tmp}; cat {sib}; ls {sibdir}; echo listed=$(ls /tmp 2>/dev/null | grep -c upkeep-test-planted); echo tried",
+        "cat {tmp}; cat {sib}; ls {sibdir}; echo listed=$(ls /tmp 2>/dev/null | grep -c upkeep-test-planted); \
+         cat /proc/self/root{tmp}; ln -s /tmp \"$TMPDIR/via-link\"; cat \"$TMPDIR/via-link/{name}\"; ln {tmp} \"$TMPDIR/hard-link\"; cat \"$TMPDIR/hard-link\"; \
+         echo tried",
+        name = in_tmp
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         tmp = in_tmp.path.display(),
         sib = in_sibling.path.display(),
         sibdir = sibling.display(),
@@ -124,6 +131,7 @@ fn commands_see_only_their_own_processes() {
     let snoop = format!(
         "echo pids: $(ls /proc | grep -c '^[0-9]'); \
          tr '\\0' ' ' < /proc/{me}/cmdline; echo; \
+         umount /proc 2>&1; umount -l /proc 2>&1; echo after-umount: $(ls /proc | grep -c '^[0-9]'); \
          for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done 2>/dev/null | grep -c -e 'run[ ]--repo' ; \
          echo done"
     );
@@ -139,6 +147,13 @@ fn commands_see_only_their_own_processes() {
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(u32::MAX);
     assert!(pids < 10, "saw {pids} processes: {result}");
+    // The host's `/proc` stays hidden: the command cannot unmount its own.
+    let after: u32 = result
+        .lines()
+        .find_map(|line| line.strip_prefix("after-umount: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(u32::MAX);
+    assert!(after < 10, "saw {after} processes after unmounting: {result}");
     let test_binary = std::env::args().next().unwrap_or_default();
     assert!(
         !result.contains(&test_binary),
