@@ -90,7 +90,7 @@ fn run_started_reports_the_sandbox() {
     let out = run_commands(Upkeep::new(), &[], &[]);
     out.assert_code(0);
     let sandbox = sandbox_of(&out);
-    for key in ["filesystem", "network", "capabilities", "cleanup"] {
+    for key in ["filesystem", "network", "capabilities", "cleanup", "proc"] {
         assert!(sandbox[key].is_string(), "{key} in {sandbox}");
     }
     for key in ["processes", "memory_mb", "file_size_mb", "cpu_seconds"] {

@@ -162,3 +162,62 @@ fn commands_see_only_their_own_processes() {
     assert!(result.contains("\n0\n"), "saw upkeep or this test: {result}");
     assert_eq!(sandbox["proc"], "private", "{sandbox}");
 }
+
+/// Runs `script` through the real trampoline under this machine's plan, with a private `/proc`
+/// or, as where the kernel refuses to mount one (simulated: the probe's answer is overridden),
+/// without. Returns the exit code and the output.
+fn run_with_proc(private_proc: bool, script: &str) -> (Option<i32>, String) {
+    use upkeep::exec::Limits;
+    use upkeep::exec::invocation::{SandboxPolicy, supervise_args};
+    use upkeep::exec::plan::{Probe, SandboxPlan};
+
+    let upkeep = assert_cmd::cargo::cargo_bin!("upkeep");
+    let probed = std::process::Command::new(upkeep)
+        .args(["__sandbox-exec", "probe"])
+        .output()
+        .expect("the probe runs");
+    let probe: Probe = serde_json::from_slice(probed.stdout.trim_ascii()).expect("the probe answers");
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let policy = SandboxPolicy {
+        writable: vec![dir.path().to_path_buf()],
+        readable: upkeep::exec::readable::readable_paths(&[]),
+        plan: SandboxPlan::decide(&Probe { private_proc, ..probe }, false),
+        limits: Limits::default(),
+    };
+    let args = supervise_args("sh", &["-c".to_owned(), script.to_owned()], &policy).expect("arguments");
+    // The supervisor's standard input is upkeep's control pipe: held open while the command
+    // runs (its end would stop the command).
+    let mut child = std::process::Command::new(upkeep)
+        .args(&args)
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("upkeep starts");
+    let control = child.stdin.take();
+    let output = child.wait_with_output().expect("the command ends");
+    drop(control);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), text)
+}
+
+/// Where no `/proc` can be mounted, commands still run, with the host's (and the report says
+/// `host`, see `without_a_mountable_proc_the_report_says_host`); where one can, they see their
+/// own processes only.
+#[test]
+fn a_plan_without_a_private_proc_runs_commands_with_the_hosts() {
+    let count = "ls /proc | grep -c '^[0-9]'";
+    let (code, host) = run_with_proc(false, count);
+    assert_eq!(code, Some(0), "{host}");
+    let host: u32 = host.trim().parse().unwrap_or(0);
+    let (code, private) = run_with_proc(true, count);
+    assert_eq!(code, Some(0), "{private}");
+    let private: u32 = private.trim().parse().unwrap_or(u32::MAX);
+    assert!(private < 10, "{private} processes in a private /proc");
+    assert!(host > private, "the host's /proc lists {host} processes");
+}
