@@ -9,9 +9,13 @@
 //! What it does, in order, failing closed (exit 126 and a message, never running the program
 //! with less than was planned):
 //!
+//! 0. as the init of a PID namespace whose plan has a private `/proc`: mounts it over the
+//!    host's (see `namespaces`);
 //! 1. resource limits (`limits`);
-//! 2. Landlock: read and execute everywhere, write, create, remove and rename only beneath the
-//!    writable directories (the work tree, the scratch directory) plus `/dev/null`; where the
+//! 2. Landlock: read and execute only the readable paths (the system, the toolchains, the
+//!    clone's git directory: see `readable`), read, write, create, remove and rename only
+//!    beneath the writable directories (the work tree, the scratch directory), plus `/dev/null`
+//!    and the other harmless devices; where the
 //!    plan says so, no TCP bind or connect; best effort, no signals to and no abstract UNIX
 //!    sockets of processes outside the sandbox (ABI 6). Landlock also denies `ptrace` (and
 //!    reading `/proc/<pid>/environ` or `mem`) of any process outside the sandbox, and sets
@@ -30,8 +34,8 @@
 //! Linux only: other systems have none of these restrictions and no confinement stage (see
 //! `sys_other.rs`).
 //!
-//! Not covered: reading (what upkeep's user can read stays readable to the command, which is
-//! why the environment is allowlisted and upkeep is non-dumpable).
+//! Without Landlock nothing here confines reading (which is why the environment is allowlisted
+//! and upkeep is non-dumpable as well).
 
 use std::ffi::OsString;
 use std::io;
@@ -50,7 +54,7 @@ use nix::unistd::Pid;
 
 use super::invocation::{EXIT_CANNOT_RUN, Invocation, cannot_run, exit_status_for, fail};
 use super::limits;
-use super::plan::{Capabilities, Filesystem, Network};
+use super::plan::{Capabilities, Filesystem, Network, Proc};
 
 /// The newest Landlock ABI whose filesystem rights were tested with this code. Newer ABIs add
 /// rights (e.g. ABI 9's pathname UNIX socket connections) whose denial could break ordinary
@@ -84,8 +88,10 @@ pub fn landlock_support() -> LandlockSupport {
 /// What Landlock must enforce for one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LandlockRules {
-    /// `Some`: confine writes to these absolute directories.
+    /// `Some`: confine writes to these absolute directories, and reads to them and `readable`.
     pub writable: Option<Vec<PathBuf>>,
+    /// Absolute files and directories that may be read (and run) besides `writable`.
+    pub readable: Vec<PathBuf>,
     /// Deny TCP bind and connect.
     pub deny_tcp: bool,
 }
@@ -105,11 +111,18 @@ pub fn run(invocation: &Invocation) -> ExitCode {
             );
         }
     }
+    if init && plan.proc == Proc::Private {
+        // Before Landlock, which forbids mounting, and before the capabilities go.
+        if let Err(message) = super::namespaces::mount_private_proc() {
+            return fail(EXIT_CANNOT_RUN, &format!("refusing to run the command: {message}"));
+        }
+    }
     if let Err(message) = apply_limits(&policy.limits, plan.process_limit) {
         return fail(EXIT_CANNOT_RUN, &message);
     }
     let rules = LandlockRules {
         writable: (plan.filesystem == Filesystem::Landlock).then(|| policy.writable.clone()),
+        readable: policy.readable.clone(),
         deny_tcp: matches!(plan.network, Network::LandlockTcp | Network::SeccompAndLandlockTcp),
     };
     if let Err(message) = restrict_current_thread(&rules) {
@@ -244,18 +257,23 @@ pub fn restrict_current_thread(rules: &LandlockRules) -> Result<(), String> {
         .map_err(|error| format!("cannot create the Landlock ruleset: {error}"))?;
     let mut created = created;
     if let Some(writable) = &rules.writable {
-        created = created
-            .add_rule(PathBeneath::new(
-                open_path(Path::new("/"))?,
-                AccessFs::from_read(FS_ABI),
-            ))
-            .map_err(|error| format!("cannot allow reading /: {error}"))?;
-        // Countless tools redirect to /dev/null. It is a file, so only file rights apply. A
-        // system without it loses nothing by the rule's absence.
-        if let Ok(dev_null) = PathFd::new("/dev/null") {
+        for path in &rules.readable {
+            // A path that went away since the list was made has nothing left to read.
+            let Ok(fd) = PathFd::new(path) else {
+                continue;
+            };
+            // Devices (`/dev/null`...) may be written too; other files and directories only
+            // read and run. A file takes file rights only.
+            let access = if super::readable::DEVICES.iter().any(|device| Path::new(device) == path) {
+                AccessFs::from_file(FS_ABI)
+            } else if path.is_dir() {
+                AccessFs::from_read(FS_ABI)
+            } else {
+                AccessFs::from_read(FS_ABI) & AccessFs::from_file(FS_ABI)
+            };
             created = created
-                .add_rule(PathBeneath::new(dev_null, AccessFs::from_file(FS_ABI)))
-                .map_err(|error| format!("cannot allow writing /dev/null: {error}"))?;
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(|error| format!("cannot allow reading {}: {error}", path.display()))?;
         }
         for dir in writable {
             created = created

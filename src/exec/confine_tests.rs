@@ -26,6 +26,8 @@ fn confined_commands_write_only_inside_the_writable_directories() -> TestResult 
 
     let rules = LandlockRules {
         writable: Some(vec![inside.clone()]),
+        // The system to run `sh`, and `outside` to read, which writing must not follow.
+        readable: crate::exec::readable::readable_paths(std::slice::from_ref(&outside)),
         deny_tcp: false,
     };
     let script = format!(
@@ -88,6 +90,7 @@ fn missing_writable_directory_is_an_error_not_an_escape() {
     }
     let rules = LandlockRules {
         writable: Some(vec![PathBuf::from("/nonexistent/upkeep/sandbox/dir")]),
+        readable: Vec::new(),
         deny_tcp: false,
     };
     let result = std::thread::spawn(move || restrict_current_thread(&rules)).join();
@@ -109,6 +112,7 @@ fn landlock_tcp_rules_deny_connect_and_bind() -> TestResult {
     let (connect, bind) = std::thread::spawn(move || -> Result<(bool, bool), String> {
         restrict_current_thread(&LandlockRules {
             writable: None,
+            readable: Vec::new(),
             deny_tcp: true,
         })?;
         Ok((

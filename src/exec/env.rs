@@ -53,6 +53,26 @@ fn allowlisted_from(pass: &[String], lookup: impl Fn(&str) -> Option<std::ffi::O
     env
 }
 
+/// The environment of a command whose scratch directory is `scratch`: the allowlist, with
+/// `TMPDIR` and `HOME` pointing into the scratch directory (private, writable, removed with the
+/// clone: caches and dotfiles a tool writes go there, and no file of upkeep's user's home is
+/// read by accident), and `RUSTUP_HOME` and `CARGO_HOME` naming the operator's toolchains,
+/// which stay readable (see `readable`), so that rustup's proxies still find them.
+pub fn command_environment(pass: &[String], scratch: &std::path::Path) -> Vec<(String, String)> {
+    let scratch = scratch.display().to_string();
+    let mut env = allowlisted_environment(pass);
+    let homes = super::readable::toolchain_homes();
+    env.retain(|(name, _)| name != "TMPDIR" && name != "HOME" && !homes.iter().any(|(home, _)| home == name));
+    env.push(("TMPDIR".into(), scratch.clone()));
+    env.push(("HOME".into(), scratch));
+    env.extend(
+        homes
+            .into_iter()
+            .map(|(name, dir)| (name.to_owned(), dir.display().to_string())),
+    );
+    env
+}
+
 /// Whether a variable name looks like it holds a credential.
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();

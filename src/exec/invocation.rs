@@ -5,7 +5,7 @@
 //! same way. Keeping that contract in one leaf lets each stage depend on it without depending on
 //! the others.
 //!
-//! Guarantees: a policy names only absolute writable directories (checked when the arguments
+//! Guarantees: a policy names only absolute writable and readable paths (checked when the arguments
 //! are built and again when they are parsed); a stage that cannot run the program exits 126, or
 //! 127 when the program does not exist, as a shell does, with a message on stderr.
 
@@ -33,6 +33,8 @@ pub const EXIT_NOT_FOUND: u8 = 127;
 pub struct SandboxPolicy {
     /// Absolute directories beneath which writing, creating and removing are allowed.
     pub writable: Vec<PathBuf>,
+    /// Absolute files and directories that may be read besides `writable` (see `readable`).
+    pub readable: Vec<PathBuf>,
     pub plan: SandboxPlan,
     pub limits: Limits,
 }
@@ -47,7 +49,12 @@ pub struct Invocation {
 
 /// The arguments after upkeep's executable that run `program args` in the sandbox `policy`.
 pub fn supervise_args(program: &str, args: &[String], policy: &SandboxPolicy) -> io::Result<Vec<String>> {
-    if let Some(dir) = policy.writable.iter().find(|dir| !dir.is_absolute()) {
+    if let Some(dir) = policy
+        .writable
+        .iter()
+        .chain(&policy.readable)
+        .find(|dir| !dir.is_absolute())
+    {
         // Relative directories would be resolved against the command's working directory.
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -70,8 +77,13 @@ pub(crate) fn parse_invocation(args: &[OsString]) -> Result<Invocation, String> 
     }
     let policy = policy.to_str().ok_or("the policy is not UTF-8")?;
     let policy: SandboxPolicy = serde_json::from_str(policy).map_err(|error| format!("invalid policy: {error}"))?;
-    if let Some(dir) = policy.writable.iter().find(|dir| !dir.is_absolute()) {
-        return Err(format!("writable directory {} is not absolute", dir.display()));
+    if let Some(dir) = policy
+        .writable
+        .iter()
+        .chain(&policy.readable)
+        .find(|dir| !dir.is_absolute())
+    {
+        return Err(format!("sandbox path {} is not absolute", dir.display()));
     }
     Ok(Invocation {
         policy,

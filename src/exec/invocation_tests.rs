@@ -4,11 +4,12 @@ use std::path::PathBuf;
 
 use super::*;
 use crate::exec::limits::ProcessLimit;
-use crate::exec::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, Network};
+use crate::exec::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, Network, Proc};
 
 fn policy() -> SandboxPolicy {
     SandboxPolicy {
         writable: vec![PathBuf::from("/work/clone"), PathBuf::from("/tmp/scratch")],
+        readable: vec![PathBuf::from("/usr")],
         plan: SandboxPlan {
             kernel: Kernel::Linux,
             filesystem: Filesystem::Landlock,
@@ -18,6 +19,7 @@ fn policy() -> SandboxPolicy {
             process_limit: ProcessLimit::Rlimit,
             cleanup: Cleanup::PidNamespace,
             signal_scope: true,
+            proc: Proc::Private,
         },
         limits: Limits::default(),
     }

@@ -15,6 +15,7 @@
 //!   limits and the process group's cleanup only;
 //! - [`limits`]: the resource limits, the same on every system;
 //! - [`plan`]: what of that this machine offers, decided once per run and reported;
+//! - [`readable`]: what a command may read (the system, toolchains, its own clone);
 //! - [`declared`]: declared tools' templates and validation;
 //! - [`blocklist`]: the lexical backstop for shell command lines.
 //!
@@ -26,6 +27,7 @@ pub mod env;
 pub mod invocation;
 pub mod limits;
 pub mod plan;
+pub mod readable;
 pub mod runner;
 pub mod trampoline;
 
@@ -60,7 +62,7 @@ mod sys_other;
 
 use std::time::Duration;
 
-pub use env::{allowlisted_environment, is_secret_name};
+pub use env::{allowlisted_environment, command_environment, is_secret_name};
 pub use invocation::{SUBCOMMAND, SandboxPolicy};
 pub use limits::{Limits, LimitsConfig};
 pub use plan::{SandboxPlan, SandboxReport};

@@ -7,6 +7,9 @@
 //! refuse to start, and the trampoline never quietly falls back to less than was reported: it
 //! refuses to run a command whose [`SandboxPlan`] it cannot carry out.
 //!
+//! Which `/proc` commands see is part of the plan too: their own PID namespace's where a mount
+//! namespace lets the sandbox mount one, else the host's, and the report says which.
+//!
 //! The plan is plain data, the same on every system: on Linux it says which of Landlock,
 //! namespaces, capabilities, a pids cgroup and a subreaper apply; on other systems (macOS) the
 //! probe reports [`Kernel::Other`] and the plan says honestly that commands get only resource
@@ -105,6 +108,18 @@ pub enum Cleanup {
     ProcessGroup,
 }
 
+/// Which processes a command's `/proc` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Proc {
+    /// A `/proc` of the command's own PID namespace, mounted in a mount namespace of its own
+    /// over the host's (hidden beneath it): no other process is visible.
+    Private,
+    /// The host's `/proc`: every process of the machine is listed, and their command lines are
+    /// readable (no mount namespace, or no PID namespace, or the kernel refused the mount).
+    Host,
+}
+
 /// What this machine offers, as found by the trampoline's probe stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probe {
@@ -125,6 +140,8 @@ pub struct Probe {
     /// The kernel takes the seccomp network filter (see `seccomp`).
     #[serde(default)]
     pub seccomp: bool,
+    /// A fresh `/proc` can be mounted in a new mount and PID namespace.
+    pub private_proc: bool,
 }
 
 impl Probe {
@@ -140,6 +157,7 @@ impl Probe {
             can_clear_bounding_set: false,
             pids_cgroup: false,
             seccomp: false,
+            private_proc: false,
         }
     }
 }
@@ -157,6 +175,7 @@ pub struct SandboxPlan {
     pub cleanup: Cleanup,
     /// Landlock stops signals from the command to upkeep's side of the sandbox.
     pub signal_scope: bool,
+    pub proc: Proc,
 }
 
 impl SandboxPlan {
@@ -209,6 +228,11 @@ impl SandboxPlan {
                 Cleanup::Subreaper
             },
             signal_scope: probe.landlock_signal_scope,
+            proc: if has_namespaces && probe.private_proc {
+                Proc::Private
+            } else {
+                Proc::Host
+            },
         }
     }
 
@@ -224,6 +248,7 @@ impl SandboxPlan {
             process_limit: ProcessLimit::None,
             cleanup: Cleanup::ProcessGroup,
             signal_scope: false,
+            proc: Proc::Host,
         }
     }
 
@@ -260,6 +285,7 @@ pub struct SandboxReport {
     pub capabilities: Capabilities,
     pub limits: LimitsReport,
     pub cleanup: Cleanup,
+    pub proc: Proc,
 }
 
 /// The limits of `run_started.sandbox`, with what enforces the process limit.
@@ -286,17 +312,19 @@ impl SandboxReport {
                 processes_enforced_by: plan.process_limit,
             },
             cleanup: plan.cleanup,
+            proc: plan.proc,
         }
     }
 
     /// One line for people: `filesystem landlock, network namespace, ...`.
     pub fn summary(&self) -> String {
         format!(
-            "filesystem {}, network {}, capabilities {}, cleanup {}",
+            "filesystem {}, network {}, capabilities {}, cleanup {}, proc {}",
             wire_name(self.filesystem),
             wire_name(self.network),
             wire_name(self.capabilities),
-            wire_name(self.cleanup)
+            wire_name(self.cleanup),
+            wire_name(self.proc)
         )
     }
 }

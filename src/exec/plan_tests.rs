@@ -11,6 +11,7 @@ fn probe() -> Probe {
         can_clear_bounding_set: false,
         pids_cgroup: false,
         seccomp: true,
+        private_proc: true,
     }
 }
 
@@ -113,12 +114,13 @@ fn the_report_has_the_documented_shape() {
                 "cpu_seconds": 3600,
                 "processes_enforced_by": "rlimit"
             },
-            "cleanup": "pid-namespace"
+            "cleanup": "pid-namespace",
+            "proc": "private"
         })
     );
     assert_eq!(
         report.summary(),
-        "filesystem landlock, network namespace, capabilities none, cleanup pid-namespace"
+        "filesystem landlock, network namespace, capabilities none, cleanup pid-namespace, proc private"
     );
 }
 
@@ -142,6 +144,7 @@ fn other_systems_plan_resource_limits_and_the_process_group_only() {
     assert_eq!(plan.process_limit, ProcessLimit::None);
     assert_eq!(plan.cleanup, Cleanup::ProcessGroup);
     assert!(!plan.signal_scope);
+    assert_eq!(plan.proc, Proc::Host);
     let missing = plan.missing_requirements().expect("nothing is confined");
     assert!(
         missing.contains("filesystem confinement and network isolation"),
@@ -157,7 +160,7 @@ fn other_systems_plan_resource_limits_and_the_process_group_only() {
     let report = SandboxReport::new(&plan, &Limits::default());
     assert_eq!(
         report.summary(),
-        "filesystem none, network none, capabilities unchanged, cleanup process-group"
+        "filesystem none, network none, capabilities unchanged, cleanup process-group, proc host"
     );
     let value = serde_json::to_value(report).expect("serializes");
     assert_eq!(value["limits"]["processes_enforced_by"], "none");
@@ -177,4 +180,31 @@ fn the_documented_report_of_other_systems_is_the_one_made() {
     let plan = SandboxPlan::decide(&Probe::nothing(Kernel::Other), false);
     let made = serde_json::to_value(SandboxReport::new(&plan, &Limits::default())).expect("serializes");
     assert_eq!(made, documented);
+}
+
+/// Where the probe could not mount a `/proc` in a new mount namespace (or there are no
+/// namespaces), commands keep the host's, and the report says so.
+#[test]
+fn without_a_mountable_proc_the_report_says_host() {
+    let refused = SandboxPlan::decide(
+        &Probe {
+            private_proc: false,
+            ..probe()
+        },
+        false,
+    );
+    assert_eq!(refused.proc, Proc::Host);
+    assert_eq!(refused.cleanup, Cleanup::PidNamespace);
+    assert_eq!(refused.missing_requirements(), None, "--require-sandbox is unchanged");
+    let no_namespaces = SandboxPlan::decide(
+        &Probe {
+            namespaces: Namespaces::None,
+            ..probe()
+        },
+        false,
+    );
+    assert_eq!(no_namespaces.proc, Proc::Host);
+    assert_eq!(SandboxPlan::decide(&probe(), false).proc, Proc::Private);
+    let report = SandboxReport::new(&refused, &Limits::default());
+    assert!(report.summary().ends_with("proc host"), "{}", report.summary());
 }

@@ -25,7 +25,7 @@ use super::cgroup::PidsCgroup;
 use super::invocation::{EXIT_CANNOT_RUN, Invocation, SUBCOMMAND, fail};
 use super::limits::ProcessLimit;
 use super::namespaces;
-use super::plan::{Cleanup, Kernel, Network, Probe};
+use super::plan::{Cleanup, Kernel, Namespaces, Network, Probe, Proc};
 use super::supervision::{Ended, wait_for_upkeep_to_let_go};
 use super::{confine, reaper};
 
@@ -82,14 +82,42 @@ pub fn probe_stage() -> ExitCode {
         can_clear_bounding_set: caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP)
             .unwrap_or(false),
         pids_cgroup: root && super::cgroup::available(),
-        // Next to last: it moves this process into new namespaces.
-        namespaces: namespaces::probe(),
+        // Found below: the probe moves this process into new namespaces.
+        namespaces: Namespaces::None,
+        private_proc: false,
+        seccomp: false,
+    };
+    let (how, private_proc) = namespaces::probe(|| {
+        Command::new(SELF_EXE)
+            .args([SUBCOMMAND, PROBE_PROC])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    });
+    let probe = Probe {
+        namespaces: how,
+        private_proc,
         // Last: it applies the filter to this process.
         seccomp: super::seccomp::available(),
+        ..probe
     };
     match serde_json::to_string(&probe) {
         Ok(json) if writeln!(io::stdout(), "{json}").is_ok() => ExitCode::SUCCESS,
         _ => ExitCode::from(EXIT_CANNOT_RUN),
+    }
+}
+
+/// The stage that tries, as the init of a new PID namespace, to mount a private `/proc` (see
+/// [`probe_stage`]).
+pub const PROBE_PROC: &str = "probe-proc";
+
+/// `probe-proc`: succeeds when a private `/proc` could be mounted here.
+pub fn probe_proc_stage() -> ExitCode {
+    match namespaces::mount_private_proc() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => fail(EXIT_CANNOT_RUN, &message),
     }
 }
 
@@ -98,7 +126,8 @@ pub fn supervise(invocation: &Invocation) -> ExitCode {
     let policy = &invocation.policy;
     let plan = &policy.plan;
     let pid_namespace = plan.cleanup == Cleanup::PidNamespace;
-    if let Err(message) = namespaces::enter(plan.namespaces, plan.network == Network::Namespace) {
+    let private_proc = plan.proc == Proc::Private;
+    if let Err(message) = namespaces::enter(plan.namespaces, plan.network == Network::Namespace, private_proc) {
         return fail(EXIT_CANNOT_RUN, &format!("refusing to run the command: {message}"));
     }
     // Writing the id maps needed this process dumpable; from here on nothing may read it.
@@ -125,7 +154,14 @@ pub fn supervise(invocation: &Invocation) -> ExitCode {
     // Here, right after the namespaces were made, is the one place where the capabilities to
     // clear the bounding set exist (inside a user namespace the next stage runs without any),
     // and the supervisor needs none of them either.
-    if let Err(message) = confine::drop_capabilities(plan.capabilities) {
+    // With a private /proc, the confinement stage gets the one capability to mount it, and
+    // drops it before the program runs.
+    let dropped = if private_proc {
+        namespaces::keep_only_the_mount_capability()
+    } else {
+        confine::drop_capabilities(plan.capabilities)
+    };
+    if let Err(message) = dropped {
         return fail(
             EXIT_CANNOT_RUN,
             &format!("refusing to run the command with capabilities: {message}"),

@@ -28,7 +28,7 @@ use nix::unistd::{Pid, getpgrp};
 
 use super::invocation::{EXIT_CANNOT_RUN, Invocation, cannot_run, fail};
 use super::limits::{self, ProcessLimit};
-use super::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, Network, Probe, SandboxPlan};
+use super::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, Network, Probe, Proc, SandboxPlan};
 use super::supervision::{Ended, wait_for_upkeep_to_let_go};
 
 /// The executable the runner starts the trampoline from: upkeep's own.
@@ -76,6 +76,14 @@ pub async fn probe() -> Probe {
     here()
 }
 
+/// The name of Linux's stage that tries to mount a private `/proc`.
+pub const PROBE_PROC: &str = "probe-proc";
+
+/// There is no private `/proc` to mount here.
+pub fn probe_proc_stage() -> ExitCode {
+    fail(EXIT_CANNOT_RUN, "no private /proc on this system")
+}
+
 /// `probe`: prints what [`probe`] finds, as on Linux.
 pub fn probe_stage() -> ExitCode {
     match serde_json::to_string(&here()) {
@@ -106,6 +114,9 @@ fn linux_only(plan: &SandboxPlan) -> Option<&'static str> {
     }
     if plan.cleanup != Cleanup::ProcessGroup || plan.signal_scope {
         return Some("cleanup beyond the process group");
+    }
+    if plan.proc != Proc::Host {
+        return Some("a private /proc");
     }
     None
 }

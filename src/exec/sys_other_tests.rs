@@ -53,6 +53,10 @@ fn plans_for_linux_are_refused_and_the_posix_plan_is_run() {
             signal_scope: true,
             ..posix
         },
+        SandboxPlan {
+            proc: Proc::Private,
+            ..posix
+        },
     ];
     for plan in altered {
         assert!(linux_only(&plan).is_some(), "{plan:?}");

@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! upkeep __sandbox-exec probe                          prints what this machine offers (JSON)
+//!   └─ upkeep __sandbox-exec probe-proc                (Linux) can a private /proc be mounted
 //! upkeep __sandbox-exec supervise POLICY -- PROGRAM ARGS...
 //!   └─ upkeep __sandbox-exec confine POLICY -- PROGRAM ARGS...   (Linux; see `confine`)
 //!        └─ PROGRAM ARGS...
@@ -50,6 +51,9 @@ pub fn trampoline_main(args: &[OsString]) -> ExitCode {
     };
     if stage.as_os_str() == OsStr::new("probe") {
         return sys::probe_stage();
+    }
+    if stage.as_os_str() == OsStr::new(sys::PROBE_PROC) {
+        return sys::probe_proc_stage();
     }
     let invocation = match parse_invocation(rest) {
         Ok(invocation) => invocation,

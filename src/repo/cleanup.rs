@@ -18,6 +18,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// The mode of every directory upkeep makes for itself: its owner's only.
+pub const PRIVATE: u32 = 0o700;
+
+/// Makes the directory `path` with mode [`PRIVATE`] (not the umask's).
+pub fn create_private_dir(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().mode(PRIVATE).create(path)
+}
+
 /// How often [`settle`] looks whether the owners have removed their directories.
 const POLL: Duration = Duration::from_millis(20);
 
@@ -67,7 +76,12 @@ impl TempRoot {
         // Held while the directory is made, so that `settle` on another thread cannot miss it.
         let mut live = live();
         // Until it is registered, `TempDir` removes the directory on the error paths.
-        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        // Private from the start: other users of the machine must never see a clone, not even
+        // for the moment between creation and a later chmod.
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(PRIVATE))
+            .tempdir()?;
         let path = dir.path().canonicalize()?;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         live.insert(

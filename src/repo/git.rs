@@ -161,8 +161,10 @@ impl Workspace {
             git_dir: dir.path().join("git"),
             scratch: dir.path().join("tmp"),
         };
-        std::fs::create_dir(&layout.root)?;
-        std::fs::create_dir(&layout.scratch)?;
+        // Private (0700) like their parent: the work tree, the history and the scratch space.
+        super::cleanup::create_private_dir(&layout.root)?;
+        super::cleanup::create_private_dir(&layout.scratch)?;
+        super::cleanup::create_private_dir(&layout.git_dir)?;
         let mut options = git2::RepositoryInitOptions::new();
         options.bare(true).external_template(false).mkpath(false);
         let repo = Repository::init_opts(&layout.git_dir, &options)?;

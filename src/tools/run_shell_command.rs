@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
-use crate::exec::{CommandSpec, SandboxPolicy, allowlisted_environment, blocklist, run};
+use crate::exec::readable::readable_paths;
+use crate::exec::{CommandSpec, SandboxPolicy, blocklist, command_environment, run};
 
 pub struct RunShellCommand;
 
@@ -24,11 +25,9 @@ pub fn command_spec(
     let plan = settings
         .sandbox
         .ok_or_else(|| ToolError::model("commands are not available: no sandbox was set up for this run"))?;
-    let mut env = allowlisted_environment(&settings.pass_env);
-    // Commands write temporary files into the private scratch folder, which is writable in the
-    // sandbox and removed with the clone.
-    env.retain(|(name, _)| name != "TMPDIR");
-    env.push(("TMPDIR".into(), ctx.workspace.scratch().display().to_string()));
+    // Commands write temporary files (TMPDIR) and their home's (HOME) into the private scratch
+    // folder, which is writable in the sandbox and removed with the clone.
+    let mut env = command_environment(&settings.pass_env, ctx.workspace.scratch());
     env.extend(declared_env.iter().cloned());
     Ok(CommandSpec {
         program: program.to_owned(),
@@ -42,6 +41,9 @@ pub fn command_spec(
         output_cap: settings.output_cap,
         sandbox: Some(SandboxPolicy {
             writable: vec![ctx.workspace.root().to_owned(), ctx.workspace.scratch().to_owned()],
+            // The system and toolchains, and of the machine's temporary space only the clone's
+            // own history (read-only).
+            readable: readable_paths(&[ctx.workspace.git_dir().to_owned()]),
             plan,
             limits: settings.limits,
         }),

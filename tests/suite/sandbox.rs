@@ -4,6 +4,7 @@
 //! after a command (processes, its pids cgroup) is tried in `cleanup`.
 
 mod cleanup;
+pub(crate) mod isolation;
 
 use std::time::{Duration, Instant};
 
@@ -89,7 +90,7 @@ fn run_started_reports_the_sandbox() {
     let out = run_commands(Upkeep::new(), &[], &[]);
     out.assert_code(0);
     let sandbox = sandbox_of(&out);
-    for key in ["filesystem", "network", "capabilities", "cleanup"] {
+    for key in ["filesystem", "network", "capabilities", "cleanup", "proc"] {
         assert!(sandbox[key].is_string(), "{key} in {sandbox}");
     }
     for key in ["processes", "memory_mb", "file_size_mb", "cpu_seconds"] {
@@ -185,17 +186,23 @@ fn commands_have_no_capabilities() {
 #[test]
 fn commands_cannot_read_upkeeps_environment() {
     let canary = format!("canary-{}-{}", std::process::id(), fastrand::u64(..));
-    // Every process's environment, upkeep's included; a read refused is said on stderr.
+    // Every process's environment, upkeep's included; a read refused is said on stderr. (The
+    // pattern does not match the script's own text, which is in its shell's command line.)
     let snoop = "for p in /proc/[0-9]*; do \
-                   if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -- '--replay'; then echo \"upkeep is ${p#/proc/}\"; fi; \
+                   if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -- '-[-]replay'; then echo \"upkeep is ${p#/proc/}\"; fi; \
                    cat $p/environ; \
                  done 2>&1 | tr '\\0' '\\n'";
     let upkeep = Upkeep::new().env("UPKEEP_CANARY", &canary);
     let out = run_commands(upkeep, &[snoop], &[]);
     out.assert_code(0);
     let result = &outputs(&out)[0];
-    assert!(result.contains("upkeep is "), "the command found upkeep: {result}");
-    assert!(result.contains("Permission denied"), "{result}");
+    if sandbox_of(&out)["proc"] == "private" {
+        // upkeep is not even visible (`commands_see_only_their_own_processes`).
+        assert!(!result.contains("upkeep is "), "the command found upkeep: {result}");
+    } else {
+        assert!(result.contains("upkeep is "), "the command found upkeep: {result}");
+        assert!(result.contains("Permission denied"), "{result}");
+    }
     assert!(!result.contains(&canary), "upkeep's environment leaked");
     assert!(!out.stdout.contains(&canary) && !out.stderr.contains(&canary));
 }
@@ -289,6 +296,7 @@ fn a_sandbox_planned_for_another_system_is_refused() {
     let marker = dir.path().join("ran");
     let policy = SandboxPolicy {
         writable: vec![dir.path().to_path_buf()],
+        readable: Vec::new(),
         plan: SandboxPlan::decide(&Probe::nothing(other), false),
         limits: Limits::default(),
     };
@@ -359,7 +367,15 @@ fn node_and_rustc_work_under_the_default_limits() {
     } else {
         skip("node is not installed; only rustc is tried");
     }
-    let out = run_commands(Upkeep::new(), &commands, &["--shell-timeout", "300"]);
+    // Commands read the toolchains of the operator's environment: the test's HOME is its own,
+    // so rustup's home is named, as an operator whose toolchains live elsewhere would.
+    let rustup_home = std::path::Path::new(&sysroot)
+        .ancestors()
+        .nth(2)
+        .map(std::path::Path::to_owned)
+        .unwrap_or_default();
+    let upkeep = Upkeep::new().env("RUSTUP_HOME", &rustup_home);
+    let out = run_commands(upkeep, &commands, &["--shell-timeout", "300"]);
     out.assert_code(0);
     let results = outputs(&out);
     assert!(results[0].starts_with("rustc ok\n"), "{}", results[0]);
@@ -371,8 +387,9 @@ fn node_and_rustc_work_under_the_default_limits() {
 /// A command cannot take upkeep (or its own supervisor) down with it.
 #[test]
 fn commands_cannot_signal_upkeep() {
+    // The patterns do not match the script's own text, which is in its shell's command line.
     let kill_upkeep = "for p in /proc/[0-9]*; do \
-                         if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -e '--replay' -e '__sandbox-exec supervise'; then \
+                         if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -e '-[-]replay' -e '__sandbox-exec[ ]supervise'; then \
                            kill -9 ${p#/proc/} && echo \"killed ${p#/proc/}\"; \
                          fi; \
                        done 2>&1; echo tried";

@@ -313,3 +313,73 @@ async fn the_fleet_budget_binds_every_repository_together() {
     // The later repositories stopped before any call, and said which budget.
     assert!(out.stderr.contains("--max-cost"), "{}", out.stderr);
 }
+
+/// Why: repositories in one fleet are strangers, but a command of one could read the clone
+/// of another running beside it in upkeep's temporary directory (and its source, and
+/// anything else in `/tmp`), and push what it read in its own pull request. Two repositories
+/// run at once; one holds its clone while the other's command looks for it.
+#[test]
+fn a_fleet_repositorys_command_cannot_read_a_siblings_clone() {
+    let sibling_secret = format!("sibling-secret-{}", fastrand::u64(..));
+    let reader = TestRepo::new();
+    let sibling = TestRepo::with_files(&[("SIBLING.txt", &sibling_secret)]);
+    let planted =
+        super::super::sandbox::isolation::Planted::in_dir(std::path::Path::new("/tmp"), "upkeep-fleet-planted");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let upkeep = Upkeep::new();
+    let temp = upkeep.temp_dir();
+    // Waits (up to 20 s) for the sibling's clone to appear, unless it cannot even list the
+    // directory where clones live.
+    let snoop = format!(
+        "for i in $(seq 200); do \
+           if ! ls {temp} >/dev/null 2>&1; then echo cannot-list; break; fi; \
+           f=$(ls -d {temp}/upkeep-*/repo/SIBLING.txt 2>/dev/null | head -n 1); \
+           if [ -n \"$f\" ]; then cat \"$f\"; echo; break; fi; sleep 0.1; \
+         done; cat {source}/SIBLING.txt {planted}; echo tried",
+        temp = temp.display(),
+        source = sibling.path().display(),
+        planted = planted.path.display(),
+    );
+    let script = |command: &str| {
+        let path = dir.path().join(format!("{}.jsonl", fastrand::u64(..)));
+        let lines = [
+            super::super::support::reply("run", &[("run_shell_command", json!({"command": command}))]),
+            super::super::support::finish("no_tasks"),
+        ];
+        let text: String = lines
+            .iter()
+            .map(|line| format!("{}\n", json!({"content": line})))
+            .collect();
+        std::fs::write(&path, text).expect("script");
+        path
+    };
+    let list = dir.path().join("fleet.toml");
+    std::fs::write(
+        &list,
+        format!(
+            "[[repos]]\nrepo = {:?}\nreplay = {:?}\n[[repos]]\nrepo = {:?}\nreplay = {:?}\n",
+            reader.path().display().to_string(),
+            script(&snoop).display().to_string(),
+            sibling.path().display().to_string(),
+            script("sleep 4").display().to_string(),
+        ),
+    )
+    .expect("list");
+    let out = upkeep
+        .args(["fleet", "--repos"])
+        .args([&list])
+        .args(["--jobs", "2", "--json", "--task", "t", "--allow-dangerous-tools"])
+        .run();
+    out.assert_code(0);
+    let results: Vec<String> = out
+        .results_of("run_shell_command")
+        .iter()
+        .map(|event| event["output"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let snooped = results
+        .iter()
+        .find(|output| output.contains("tried"))
+        .expect("the reader ran");
+    assert!(!snooped.contains(&sibling_secret), "read the sibling: {snooped}");
+    assert!(!snooped.contains(&planted.secret), "read /tmp: {snooped}");
+}
