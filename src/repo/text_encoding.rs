@@ -22,7 +22,12 @@
 //! [`DecodedText::round_trips`] says whether writing the decoded text back gives the very same
 //! bytes (some legacy encodings have two byte sequences for one character).
 
-use encoding_rs::{DecoderResult, EncoderResult, Encoding, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252};
+use encoding_rs::{DecoderResult, EncoderResult, Encoding, GB18030, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252};
+
+/// Most bytes the detector looks at. Guessing costs time in proportion to the bytes seen (a
+/// 16 MiB read took seconds), and the beginning decides as well as the whole; it is also the
+/// most `write_file`/`edit_file` read, so every tool guesses the same for one file.
+const MAX_DETECT_BYTES: usize = 1024 * 1024;
 
 /// How a file's text is stored as bytes: an encoding and whether a byte-order mark leads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +51,17 @@ impl TextEncoding {
         self.encoding.name()
     }
 
+    pub(crate) fn has_bom(&self) -> bool {
+        self.bom
+    }
+
     pub(crate) fn is_plain_utf8(&self) -> bool {
         *self == Self::UTF8
+    }
+
+    /// Unicode encodings (and GB18030) hold every character: nothing is ever refused.
+    pub(crate) fn holds_every_character(&self) -> bool {
+        [UTF_8, UTF_16LE, UTF_16BE, GB18030].contains(&self.encoding)
     }
 
     /// For people and the model: `UTF-16LE with a byte-order mark`, `windows-1252 (detected)`.
@@ -55,7 +69,7 @@ impl TextEncoding {
         let name = self.name();
         match (self.bom, self.guessed) {
             (true, _) => format!("{name} with a byte-order mark"),
-            (false, true) => format!("{name} (detected; the file does not say)"),
+            (false, true) => format!("{name} (detected)"),
             (false, false) => name.to_owned(),
         }
     }
@@ -206,7 +220,8 @@ pub(crate) fn decode(bytes: &[u8], input: Input) -> Result<DecodedText, NotText>
 /// Bytes that are not UTF-8 and have no NUL: a legacy encoding, guessed.
 fn decode_legacy(bytes: &[u8], input: Input, valid_up_to: usize) -> DecodedText {
     let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
-    detector.feed(bytes, input.is_last());
+    let sample = bytes.get(..MAX_DETECT_BYTES).unwrap_or(bytes);
+    detector.feed(sample, input.is_last() && sample.len() == bytes.len());
     let guess = detector.guess(None, chardetng::Utf8Detection::Deny);
     let (encoding, text) = match decode_strict(guess, bytes, input) {
         Some(text) => (guess, text),

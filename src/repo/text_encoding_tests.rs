@@ -41,6 +41,7 @@ fn utf16_with_a_byte_order_mark_decodes_and_encodes_with_the_mark() {
     let decoded = whole(le);
     assert_eq!((decoded.text.as_str(), decoded.encoding.name()), ("a\n", "UTF-16LE"));
     assert_eq!(decoded.encoding.encode("a\n").expect("encodes"), le);
+    assert!(decoded.encoding.has_bom() && decoded.encoding.holds_every_character());
     let be = b"\xFE\xFF\x00a\xD8\x3D\xDE\x00";
     let decoded = whole(be);
     assert_eq!(decoded.text, "a😀");
@@ -159,4 +160,18 @@ fn a_legacy_prefix_cut_inside_a_character_leaves_it_out() {
     let decoded = decode(cut, Input::Prefix).expect("prefix");
     assert_eq!(decoded.encoding.name(), "Shift_JIS");
     assert_eq!(decoded.text, text.trim_end_matches('。'));
+}
+
+/// read_file reads up to 16 MiB and write_file 1 MiB of the same file: both must guess alike,
+/// or a rewrite would change the encoding the model was shown.
+#[test]
+fn a_large_file_is_guessed_from_its_beginning_by_every_reader() {
+    let line = "日本語のテキストファイルです。東京都の天気は晴れです。\n";
+    let text = line.repeat(20_000);
+    let (bytes, _, _) = encoding_rs::SHIFT_JIS.encode(&text);
+    assert!(bytes.len() > MAX_DETECT_BYTES);
+    let whole = decode(&bytes, Input::Whole).expect("whole");
+    let prefix = decode(&bytes[..MAX_DETECT_BYTES], Input::Prefix).expect("prefix");
+    assert_eq!(whole.encoding, prefix.encoding);
+    assert_eq!(whole.encoding.name(), "Shift_JIS");
 }

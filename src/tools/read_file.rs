@@ -98,22 +98,25 @@ impl Tool for ReadFile {
 /// What the model must know about a file that is not plain UTF-8: its encoding, that the text
 /// shown is decoded, and what writing it will do.
 fn encoding_notice(path: &str, decoded: &DecodedText, bytes: &[u8], truncated: bool) -> String {
-    let encoding = decoded.encoding;
-    let mut notice = format!("[notice: {path} is {} text, shown decoded", encoding.describe());
-    if let Some(line) = decoded.first_non_utf8_line {
-        notice.push_str(&format!(" (it is not UTF-8 from line {line} on)"));
+    let name = decoded.encoding.name();
+    let mut notice = match decoded.first_non_utf8_line {
+        Some(line) => format!(
+            "[notice: {path} is not UTF-8 (from line {line} on); it is shown decoded as {name}, the encoding detected"
+        ),
+        None => format!("[notice: {path} is {}, shown decoded", decoded.encoding.describe()),
+    };
+    notice.push_str(&format!("; write_file and edit_file write it back in {name}"));
+    if decoded.encoding.has_bom() {
+        notice.push_str(" with the mark");
     }
-    notice.push_str(&format!(
-        "; write_file and edit_file write it back in {} and refuse characters {} cannot hold",
-        encoding.name(),
-        encoding.name()
-    ));
+    if !decoded.encoding.holds_every_character() {
+        notice.push_str(&format!(" and refuse characters {name} cannot hold"));
+    }
     // An edit must change only what it replaces; a file whose text does not encode back to the
-    // same bytes cannot promise that (read_file reads more than edit_file may change).
+    // same bytes cannot promise that.
     if !truncated && !decoded.round_trips(bytes) {
         notice.push_str(&format!(
-            "; upkeep cannot write this file back byte for byte in {}, so edit_file refuses it",
-            encoding.name()
+            "; its text does not encode back to the same bytes in {name}, so edit_file refuses it"
         ));
     }
     notice.push(']');

@@ -26,7 +26,7 @@ pub(crate) fn write_checked(
 ) -> Result<String, ToolError> {
     let bytes = encoding.encode(content).map_err(|error| {
         ToolError::model(format!(
-            "{requested:?} is {} text and {error}; nothing was written. Leave the character out or write it as the file's format escapes it",
+            "{requested:?} is {} text: {error}; nothing was written. Leave the character out or write it as the file's format escapes it",
             encoding.describe()
         ))
     })?;
