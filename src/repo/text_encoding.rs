@@ -176,25 +176,28 @@ impl DecodedText {
 pub(crate) enum NotText {
     #[error("a binary file (it holds NUL bytes)")]
     Binary,
-    #[error("not valid {0} although it starts with a {0} byte-order mark")]
-    BadBom(&'static str),
+    /// Refused for reading and editing; a whole new content is still written in the encoding
+    /// the mark names, with the mark.
+    #[error("not valid {name} although it starts with a {name} byte-order mark", name = .0.name())]
+    BadBom(TextEncoding),
 }
 
 /// Decodes a file's bytes exactly; see the module's rules.
 pub(crate) fn decode(bytes: &[u8], input: Input) -> Result<DecodedText, NotText> {
     if let Some((encoding, bom_len)) = Encoding::for_bom(bytes) {
         let body = bytes.get(bom_len..).unwrap_or_default();
-        let text = decode_strict(encoding, body, input).ok_or(NotText::BadBom(encoding.name()))?;
+        let marked = TextEncoding {
+            encoding,
+            bom: true,
+            guessed: false,
+        };
+        let text = decode_strict(encoding, body, input).ok_or(NotText::BadBom(marked))?;
         if text.contains('\0') {
             return Err(NotText::Binary);
         }
         return Ok(DecodedText {
             text,
-            encoding: TextEncoding {
-                encoding,
-                bom: true,
-                guessed: false,
-            },
+            encoding: marked,
             first_non_utf8_line: None,
         });
     }

@@ -50,21 +50,24 @@ fn utf16_with_a_byte_order_mark_decodes_and_encodes_with_the_mark() {
 
 #[test]
 fn a_byte_order_mark_that_lies_is_refused_not_guessed_around() {
-    assert_eq!(
-        decode(b"\xFF\xFEa\x00b", Input::Whole),
-        Err(NotText::BadBom("UTF-16LE"))
-    );
+    let utf16le = whole(b"\xFF\xFE").encoding;
+    let utf8_bom = whole(b"\xEF\xBB\xBF").encoding;
+    assert_eq!(decode(b"\xFF\xFEa\x00b", Input::Whole), Err(NotText::BadBom(utf16le)));
     // A lone surrogate.
     assert_eq!(
         decode(b"\xFF\xFE\x00\xD8a\x00", Input::Whole),
-        Err(NotText::BadBom("UTF-16LE"))
+        Err(NotText::BadBom(utf16le))
     );
     // A prefix may stop inside a character: that is the cut, not a lie.
     let prefix = decode(b"\xFF\xFEa\x00b", Input::Prefix).expect("prefix");
     assert_eq!(prefix.text, "a");
     assert_eq!(
         decode(b"\xEF\xBB\xBFcaf\xe9", Input::Whole),
-        Err(NotText::BadBom("UTF-8"))
+        Err(NotText::BadBom(utf8_bom))
+    );
+    assert_eq!(
+        NotText::BadBom(utf16le).to_string(),
+        "not valid UTF-16LE although it starts with a UTF-16LE byte-order mark"
     );
 }
 

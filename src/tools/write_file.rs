@@ -9,7 +9,7 @@ use super::line_endings::conform;
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
 use crate::repo::Written;
-use crate::repo::text_encoding::{Input, TextEncoding, decode};
+use crate::repo::text_encoding::{Input, NotText, TextEncoding, decode};
 
 /// Most bytes `write_file`/`edit_file` will write in one file.
 pub const MAX_WRITE_BYTES: usize = 1024 * 1024;
@@ -82,16 +82,22 @@ impl Tool for WriteFile {
             .map_err(|error| ToolError::model(error.to_string()))?;
         // An existing text file keeps its encoding and conventions; a new file, or one that is
         // not text, becomes UTF-8.
-        let previous = match ctx.tree.read_resolved(&target, MAX_WRITE_BYTES as u64) {
-            Ok(previous) => decode(&previous.bytes, Input::cut(previous.truncated))
-                .ok()
-                .map(|decoded| (decoded, previous.truncated)),
-            Err(_) => None,
-        };
+        let previous = ctx
+            .tree
+            .read_resolved(&target, MAX_WRITE_BYTES as u64)
+            .ok()
+            .map(|previous| {
+                (
+                    decode(&previous.bytes, Input::cut(previous.truncated)),
+                    previous.truncated,
+                )
+            });
         let (content, encoding) = match previous {
-            Some((decoded, false)) => (conform(&decoded.text, &content), decoded.encoding),
-            Some((decoded, true)) => (content, decoded.encoding),
-            None => (content, TextEncoding::UTF8),
+            Some((Ok(decoded), false)) => (conform(&decoded.text, &content), decoded.encoding),
+            Some((Ok(decoded), true)) => (content, decoded.encoding),
+            // Not valid in the encoding its byte-order mark names: the new content is.
+            Some((Err(NotText::BadBom(encoding)), _)) => (content, encoding),
+            Some((Err(NotText::Binary), _)) | None => (content, TextEncoding::UTF8),
         };
         Ok(ToolOutput::Text(write_checked(ctx, requested, &content, encoding)?))
     }

@@ -114,20 +114,23 @@ fn latin1_file_is_read_decoded_and_edited_in_latin1_with_its_crlf() {
     );
 }
 
-/// Before, a UTF-16 file was refused as binary (its NUL bytes) and `write_file` replaced it
-/// with UTF-8, dropping the byte-order mark.
+/// Before, a UTF-16 file was refused as binary (its NUL bytes), skipped by `search_files`, and
+/// `write_file` replaced it with UTF-8, dropping the byte-order mark.
 #[test]
 fn utf16_le_file_with_bom_is_rewritten_in_utf16_le_with_its_bom() {
     let repo = repo_with_bytes(&[("strings.txt", &utf16("Grüße\r\nWelt\r\n", true))]);
-    let script = Script::new(&read_then(
+    let mut replies = vec![reply("search", &[("search_files", json!({"pattern": "Grü(ß|ss)e"}))])];
+    replies.extend(read_then(
         "strings.txt",
         &[(
             "write_file",
             json!({"path": "strings.txt", "content": "Grüße\nschöne Welt 😀"}),
         )],
     ));
-    let out = run_local(&repo, &script, &["--task", "t"]);
+    let out = run_local(&repo, &Script::new(&replies), &["--task", "t"]);
     out.assert_code(0);
+    let search = &out.results_of("search_files")[0];
+    assert_eq!(output_of(search), "strings.txt:1: Grüße", "searched decoded: {search}");
     let read = &out.results_of("read_file")[0];
     assert_eq!(read["ok"], true, "{read}");
     assert!(output_of(read).contains("Grüße\r\nWelt"), "{read}");
@@ -249,7 +252,8 @@ fn a_character_the_encoding_cannot_hold_is_refused_and_nothing_mangled_is_commit
 }
 
 /// Before, only the first 8 KiB were looked at for NUL bytes, so a binary file with a text
-/// header was shown with U+FFFD for its bytes, and `edit_file` edited a NUL-holding file.
+/// header was shown with U+FFFD for its bytes, `edit_file` edited a NUL-holding file, and a
+/// file with a UTF-16 mark was rewritten as UTF-8.
 #[test]
 fn binary_files_are_refused_by_read_file_and_edit_file() {
     let mut pdf = b"%PDF-1.7\n".to_vec();
@@ -271,7 +275,17 @@ fn binary_files_are_refused_by_read_file_and_edit_file() {
                 json!({"path": "data.bin", "old_text": "old", "new_text": "new"}),
             )],
         ),
-        finish("no_tasks"),
+        reply(
+            "replace the broken file whole",
+            &[
+                ("write_file", json!({"path": "odd.txt", "content": "fixed\n"})),
+                (
+                    "create_pull_request",
+                    json!({"title": "Fix odd", "body": "Rewrites odd.txt."}),
+                ),
+            ],
+        ),
+        finish("completed"),
     ]);
     let out = run_local(&repo, &script, &["--task", "t"]);
     out.assert_code(0);
@@ -283,5 +297,8 @@ fn binary_files_are_refused_by_read_file_and_edit_file() {
     let edit = &out.results_of("edit_file")[0];
     assert_eq!(edit["ok"], false, "{edit}");
     assert!(output_of(edit).contains("binary"), "{edit}");
-    assert!(repo.bot_branches().is_empty());
+    // A whole new content for the file with the lying mark keeps the encoding the mark names.
+    let branch = bot_branch(&repo);
+    assert_eq!(committed(&repo, &branch, "odd.txt"), utf16("fixed\n", true));
+    assert_eq!(committed(&repo, &branch, "data.bin"), blob);
 }
