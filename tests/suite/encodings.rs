@@ -302,3 +302,32 @@ fn binary_files_are_refused_by_read_file_and_edit_file() {
     assert_eq!(committed(&repo, &branch, "odd.txt"), utf16("fixed\n", true));
     assert_eq!(committed(&repo, &branch, "data.bin"), blob);
 }
+
+/// Some Shift_JIS characters have two byte sequences (0xED40 and 0xFA5C are both U+7E8A):
+/// writing the decoded text back would change bytes the edit never touched, so `edit_file`
+/// refuses the file and `read_file` says it will.
+#[test]
+fn edit_file_refuses_a_file_whose_text_would_not_encode_back_to_its_bytes() {
+    let mut bytes = shift_jis(JAPANESE);
+    bytes.extend(b"\x93\xfa\x96\x7b\x8c\xea\xed\x40\x82\xc5\x82\xb7\x81\x42\n");
+    let repo = repo_with_bytes(&[("jp.txt", &bytes)]);
+    let script = Script::new(&[
+        reply("read", &[("read_file", json!({"path": "jp.txt"}))]),
+        reply(
+            "edit",
+            &[(
+                "edit_file",
+                json!({"path": "jp.txt", "old_text": "晴れです", "new_text": "雨です"}),
+            )],
+        ),
+        finish("no_tasks"),
+    ]);
+    let out = run_local(&repo, &script, &["--task", "t"]);
+    out.assert_code(0);
+    let read = &out.results_of("read_file")[0];
+    assert!(output_of(read).contains("edit_file refuses it"), "{read}");
+    let edit = &out.results_of("edit_file")[0];
+    assert_eq!(edit["ok"], false, "{edit}");
+    assert!(output_of(edit).contains("byte for byte"), "{edit}");
+    assert!(repo.bot_branches().is_empty());
+}
