@@ -2,7 +2,8 @@
 //! transports that reach the remote.
 //!
 //! - [`fs`] and [`walk`]: the work tree as a directory capability; every read, write and
-//!   listing of repository files goes through them.
+//!   listing of repository files goes through them; [`text_encoding`] turns a file's bytes
+//!   into text and back in the file's own encoding, for every file tool.
 //! - [`git`]: the [`Workspace`] (clone, commit, diff, push) with its git directory outside the
 //!   work tree; `refresh.rs` (continuous mode's fresh copy in place), `checkout.rs` and
 //!   `fetch.rs` are its parts.
@@ -38,6 +39,7 @@ mod refresh;
 pub mod setup;
 pub mod source;
 pub mod stop;
+pub mod text_encoding;
 mod transfer;
 pub mod transport;
 mod waiting;

@@ -1,7 +1,8 @@
 //! `edit_file`: replace one exact, unique occurrence of a text. Refusing ambiguous or missing
 //! matches (instead of guessing) keeps edits precise and tells the model what to fix. The
 //! match works across line-ending styles (a model writes `\n`, a Windows file has `\r\n`) and
-//! the replacement is written in the file's own style.
+//! the replacement is written in the file's own style. The file is matched as decoded text and
+//! written back in its own encoding (see `repo::text_encoding`); binary files are refused.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -10,6 +11,7 @@ use super::line_endings::LineEnding;
 use super::spec::object_schema;
 use super::write_file::{MAX_WRITE_BYTES, write_checked};
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use crate::repo::text_encoding::{Input, decode};
 
 pub struct EditFile;
 
@@ -19,7 +21,7 @@ impl Tool for EditFile {
         ToolSpec::new(
             "edit_file",
             ToolClass::Safe,
-            "Replace one exact occurrence of old_text with new_text in a file. old_text must appear exactly once; include surrounding lines to make it unique.",
+            "Replace one exact occurrence of old_text with new_text in a file. old_text must appear exactly once; include surrounding lines to make it unique. The file keeps its encoding and line endings; a character its encoding cannot hold is refused.",
             object_schema(&[
                 ("path", "string", "file path relative to the repository root", true),
                 (
@@ -53,11 +55,19 @@ impl Tool for EditFile {
                 "{requested:?} is larger than {MAX_WRITE_BYTES} bytes; upkeep does not edit files that large"
             )));
         }
-        let current = String::from_utf8(current.bytes).map_err(|_| {
-            ToolError::model(format!(
-                "{requested:?} is not UTF-8 text; edit_file changes text files only"
-            ))
+        let decoded = decode(&current.bytes, Input::Whole).map_err(|error| {
+            ToolError::model(format!("{requested:?} is {error}; edit_file changes text files only"))
         })?;
+        // An edit must change only what it replaces: a file whose text would not encode back to
+        // the very same bytes is left alone.
+        if !decoded.round_trips(&current.bytes) {
+            return Err(ToolError::model(format!(
+                "{requested:?} is {} text that upkeep cannot write back byte for byte (some of its characters have two byte sequences), so edit_file would change more than old_text; nothing was written",
+                decoded.encoding.describe()
+            )));
+        }
+        let encoding = decoded.encoding;
+        let current = decoded.text;
         let style = LineEnding::of(&current);
         let old_text = style.apply(old_text);
         let new_text = style.apply(&new_text);
@@ -67,7 +77,7 @@ impl Tool for EditFile {
             ))),
             1 => {
                 let updated = current.replacen(old_text.as_str(), &new_text, 1);
-                write_checked(ctx, requested, &updated)?;
+                write_checked(ctx, requested, &updated, encoding)?;
                 Ok(ToolOutput::Text(format!("edited {}", target.display())))
             }
             n => Err(ToolError::model(format!(

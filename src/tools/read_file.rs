@@ -1,12 +1,14 @@
 //! `read_file`: a file's text, whole or a range of lines. A large file comes back as a window
 //! with its total line count and how to read on, so one call can never flood the model's
 //! context. Files are read through the repository gate (regular files only, capped while
-//! reading).
+//! reading) and decoded by `repo::text_encoding`: text that is not UTF-8 is shown decoded with
+//! a notice naming its encoding, binary files are refused.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use crate::repo::text_encoding::{DecodedText, Input, decode};
 
 /// Most bytes one call returns; a larger file or range comes back as a window.
 pub const MAX_READ_BYTES: usize = 64 * 1024;
@@ -21,7 +23,7 @@ impl Tool for ReadFile {
         ToolSpec::new(
             "read_file",
             ToolClass::Safe,
-            "Read a text file of the repository, whole or lines start_line..end_line (1-based, inclusive). Output over 64 KiB is cut to a window of whole lines, with the file's total line count and the start_line to read on from.",
+            "Read a text file of the repository, whole or lines start_line..end_line (1-based, inclusive). Output over 64 KiB is cut to a window of whole lines, with the file's total line count and the start_line to read on from. Text that is not UTF-8 is shown decoded with its encoding named; binary files are refused.",
             json!({
                 "type": "object",
                 "properties": {
@@ -45,29 +47,30 @@ impl Tool for ReadFile {
             )),
             other => ToolError::model(other.to_string()),
         })?;
-        if file.bytes.iter().take(8192).any(|b| *b == 0) {
-            return Err(ToolError::model(format!(
-                "{} is a binary file ({} bytes); read_file shows text only",
-                path.display(),
-                file.size
-            )));
-        }
-        let text = String::from_utf8_lossy(&file.bytes);
-        let window = Window::of(&text, start, end)?;
+        let size = file.size;
+        let truncated = file.truncated;
+        let decoded = decode(&file.bytes, Input::cut(truncated)).map_err(|error| {
+            ToolError::model(format!(
+                "{} ({size} bytes) is {error}; read_file shows text only",
+                path.display()
+            ))
+        })?;
+        let text = decoded.text.as_str();
+        let window = Window::of(text, start, end)?;
         let mut output = window.text.to_owned();
-        let total = if file.truncated {
+        let total = if truncated {
             format!("more than {}", window.total_lines)
         } else {
             window.total_lines.to_string()
         };
-        let whole = window.first == 1 && window.last == window.total_lines && !file.truncated;
+        let whole = window.first == 1 && window.last == window.total_lines && !truncated;
         if !whole && window.total_lines > 0 {
             if !output.ends_with('\n') {
                 output.push('\n');
             }
             let next = if window.last < window.total_lines {
                 format!("; call read_file with start_line={} to read on", window.last + 1)
-            } else if file.truncated {
+            } else if truncated {
                 format!(
                     "; the file is larger than {} MiB and the rest cannot be read: use search_files to find lines further down",
                     MAX_FILE_BYTES / (1024 * 1024)
@@ -82,8 +85,42 @@ impl Tool for ReadFile {
                 path.display()
             ));
         }
+        if !decoded.encoding.is_plain_utf8() {
+            if !output.is_empty() && !output.ends_with('\n') {
+                output.push('\n');
+            }
+            output.push_str(&encoding_notice(&path.display(), &decoded, &file.bytes, truncated));
+        }
         Ok(ToolOutput::Text(output))
     }
+}
+
+/// What the model must know about a file that is not plain UTF-8: its encoding, that the text
+/// shown is decoded, and what writing it will do.
+fn encoding_notice(path: &str, decoded: &DecodedText, bytes: &[u8], truncated: bool) -> String {
+    let name = decoded.encoding.name();
+    let mut notice = match decoded.first_non_utf8_line {
+        Some(line) => format!(
+            "[notice: {path} is not UTF-8 (from line {line} on); it is shown decoded as {name}, the encoding detected"
+        ),
+        None => format!("[notice: {path} is {}, shown decoded", decoded.encoding.describe()),
+    };
+    notice.push_str(&format!("; write_file and edit_file write it back in {name}"));
+    if decoded.encoding.has_bom() {
+        notice.push_str(" with the mark");
+    }
+    if !decoded.encoding.holds_every_character() {
+        notice.push_str(&format!(" and refuse characters {name} cannot hold"));
+    }
+    // An edit must change only what it replaces; a file whose text does not encode back to the
+    // same bytes cannot promise that.
+    if !truncated && !decoded.round_trips(bytes) {
+        notice.push_str(&format!(
+            "; its text does not encode back to the same bytes in {name}, so edit_file refuses it"
+        ));
+    }
+    notice.push(']');
+    notice
 }
 
 /// The lines of a file a call returns.

@@ -1,6 +1,8 @@
 //! `search_files`: lines matching a regular expression, as `file:line: text`, over the files
 //! `list_files` would show, read through the repository gate (symlinks are not followed: their
-//! targets inside the tree are searched at their own paths). Bounded in matches and line length.
+//! targets inside the tree are searched at their own paths). Files are searched as the text
+//! `read_file` shows (decoded from their own encoding; binary files skipped). Bounded in
+//! matches and line length.
 
 use std::ops::ControlFlow;
 
@@ -9,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use crate::repo::text_encoding::{Input, decode};
 use crate::repo::{EntryKind, RepoPath, walk};
 
 const MAX_MATCHES: usize = 200;
@@ -65,10 +68,14 @@ impl Tool for SearchFiles {
             let Ok(file) = ctx.tree.read_resolved(path, MAX_FILE_BYTES) else {
                 continue;
             };
-            if file.truncated || file.bytes.iter().take(8192).any(|b| *b == 0) {
+            if file.truncated {
                 continue;
             }
-            let text = String::from_utf8_lossy(&file.bytes);
+            // Matched as decoded text, as read_file shows it; binary files are skipped.
+            let Ok(decoded) = decode(&file.bytes, Input::Whole) else {
+                continue;
+            };
+            let text = decoded.text;
             let shown_path = crate::text::escape_control(&path.display());
             let flow = text.lines().enumerate().try_for_each(|(number, line)| {
                 if !regex.is_match(line) {

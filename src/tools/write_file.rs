@@ -1,5 +1,6 @@
 //! `write_file`: create or overwrite a file inside the clone (parent folders created), through
-//! the repository gate. A rewrite keeps the file's line-ending style and final newline.
+//! the repository gate. A rewrite keeps the file's encoding (see `repo::text_encoding`),
+//! line-ending style and final newline; a new file is UTF-8.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -8,32 +9,50 @@ use super::line_endings::conform;
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
 use crate::repo::Written;
+use crate::repo::text_encoding::{Input, NotText, TextEncoding, decode};
 
 /// Most bytes `write_file`/`edit_file` will write in one file.
 pub const MAX_WRITE_BYTES: usize = 1024 * 1024;
 
 pub struct WriteFile;
 
-/// Writes `content` as the whole file `requested`, refusing oversized content; says what it did.
-pub fn write_checked(ctx: &ToolContext<'_>, requested: &str, content: &str) -> Result<String, ToolError> {
-    if content.len() > MAX_WRITE_BYTES {
+/// Writes `content` as the whole file `requested` in `encoding`, refusing oversized content and
+/// characters the encoding cannot hold; says what it did.
+pub(crate) fn write_checked(
+    ctx: &ToolContext<'_>,
+    requested: &str,
+    content: &str,
+    encoding: TextEncoding,
+) -> Result<String, ToolError> {
+    let bytes = encoding.encode(content).map_err(|error| {
+        ToolError::model(format!(
+            "{requested:?} is {} text: {error}; nothing was written. Leave the character out or write it as the file's format escapes it",
+            encoding.describe()
+        ))
+    })?;
+    if bytes.len() > MAX_WRITE_BYTES {
         return Err(ToolError::model(format!(
             "content for {requested:?} is {} bytes; the limit is {MAX_WRITE_BYTES} bytes per file",
-            content.len()
+            bytes.len()
         )));
     }
     let (path, written) = ctx
         .tree
-        .write(requested, content.as_bytes())
+        .write(requested, &bytes)
         .map_err(|error| ToolError::model(error.to_string()))?;
+    let encoded = if encoding.is_plain_utf8() {
+        String::new()
+    } else {
+        format!(" in {}", encoding.describe())
+    };
     Ok(format!(
-        "{} {} ({} bytes)",
+        "{} {} ({} bytes{encoded})",
         match written {
             Written::Created => "created",
             Written::Replaced => "overwrote",
         },
         path.display(),
-        content.len()
+        bytes.len()
     ))
 }
 
@@ -43,7 +62,7 @@ impl Tool for WriteFile {
         ToolSpec::new(
             "write_file",
             ToolClass::Safe,
-            "Create or overwrite a file with the given content (the whole file). Folders are created as needed; an existing file keeps its line endings and final newline.",
+            "Create or overwrite a file with the given content (the whole file). Folders are created as needed; a new file is UTF-8; an existing file keeps its encoding (a character its encoding cannot hold is refused), line endings and final newline.",
             object_schema(&[
                 ("path", "string", "file path relative to the repository root", true),
                 ("content", "string", "the complete new content of the file", true),
@@ -61,10 +80,25 @@ impl Tool for WriteFile {
             .tree
             .writable(requested)
             .map_err(|error| ToolError::model(error.to_string()))?;
-        let content = match ctx.tree.read_resolved(&target, MAX_WRITE_BYTES as u64) {
-            Ok(previous) if !previous.truncated => conform(&String::from_utf8_lossy(&previous.bytes), &content),
-            _ => content,
+        // An existing text file keeps its encoding and conventions; a new file, or one that is
+        // not text, becomes UTF-8.
+        let previous = ctx
+            .tree
+            .read_resolved(&target, MAX_WRITE_BYTES as u64)
+            .ok()
+            .map(|previous| {
+                (
+                    decode(&previous.bytes, Input::cut(previous.truncated)),
+                    previous.truncated,
+                )
+            });
+        let (content, encoding) = match previous {
+            Some((Ok(decoded), false)) => (conform(&decoded.text, &content), decoded.encoding),
+            Some((Ok(decoded), true)) => (content, decoded.encoding),
+            // Not valid in the encoding its byte-order mark names: the new content is.
+            Some((Err(NotText::BadBom(encoding)), _)) => (content, encoding),
+            Some((Err(NotText::Binary), _)) | None => (content, TextEncoding::UTF8),
         };
-        Ok(ToolOutput::Text(write_checked(ctx, requested, &content)?))
+        Ok(ToolOutput::Text(write_checked(ctx, requested, &content, encoding)?))
     }
 }

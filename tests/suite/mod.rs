@@ -11,6 +11,7 @@ mod continuation;
 mod conversation;
 mod core;
 mod docs;
+mod encodings;
 mod fleet;
 mod git_boundary;
 mod git_http_server;
