@@ -193,9 +193,11 @@ async fn run(api: Api, repository: &Path, script: Vec<String>, extra: &[&str], w
         .respond_with(SharedModel(Arc::clone(&model)))
         .mount(&server)
         .await;
-    let (provider, base) = match api {
-        Api::OpenAi => ("openai", format!("{}/v1", server.uri())),
-        Api::Anthropic => ("anthropic", server.uri()),
+    // The simulated server plays each vendor's own API and model: without `--model`, a compatible
+    // server would get an unknown model's small window.
+    let (provider, base, model_name) = match api {
+        Api::OpenAi => ("openai", format!("{}/v1", server.uri()), "gpt-4.1"),
+        Api::Anthropic => ("anthropic", server.uri(), "claude-sonnet-4-5"),
     };
     let mut command = Command::new(env!("CARGO_BIN_EXE_upkeep"));
     command
@@ -220,6 +222,8 @@ async fn run(api: Api, repository: &Path, script: Vec<String>, extra: &[&str], w
         .args([
             "--base-url",
             &base,
+            "--model",
+            model_name,
             "--task",
             "Raise the HTTP header limit to 16 KiB",
             "--repo",

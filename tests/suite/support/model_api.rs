@@ -342,8 +342,15 @@ pub async fn run_against(api: Api, server: &MockServer, repo: &TestRepo, extra: 
     if let Some(key) = key {
         upkeep = upkeep.env(key, "test-key-123");
     }
+    // The stand-in plays each vendor's own API, so an OpenAI run names OpenAI's default model (a
+    // compatible server with no model named gets an unknown model's small window instead).
+    let model: &[&str] = match api {
+        Api::OpenAi => &["--model", "gpt-4.1"],
+        _ => &[],
+    };
     upkeep
         .args(["run", "--json", "--provider", provider, "--base-url", &base])
+        .args(model)
         .args(["--repo"])
         .args([repo.path()])
         .args(extra)
