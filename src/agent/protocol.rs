@@ -146,6 +146,12 @@ pub enum ReplyError {
     ArgumentsNotObject { index: usize, found: String },
 }
 
+/// What the history holds in place of a reply that could not be used. Echoing the reply back
+/// (even wrapped in a JSON string) taught weak models to copy the wrapper and nest it deeper
+/// each turn; this text is fixed, so there is nothing of theirs to copy, and copying it is
+/// harmless: it has no calls, so it is rejected with an error that says to call finish.
+pub const UNUSABLE_REPLY_PLACEHOLDER: &str = r#"{"plan": "(unusable reply omitted)", "tool_calls": []}"#;
+
 /// A one-paragraph description of the expected shape plus a minimal example, appended to re-ask messages.
 pub const EXPECTED_SHAPE: &str = "Reply with exactly one JSON object and nothing else. It has two \
 fields: \"plan\", a string with your short step-by-step plan, and \"tool_calls\", a non-empty \
