@@ -262,6 +262,19 @@ fn unknown_namespaces_are_left_alone() {
     assert!(reply.repairs.is_empty());
 }
 
+/// A tag inside a string is file content: the reply it sits in is read as usual.
+#[test]
+fn a_tag_inside_a_string_is_content() {
+    let input = "{\"plan\": \"p\", \"tool_calls\": [{\"tool_name\": \"write_file\", \"arguments\": {\"path\": \"doc.md\", \"content\": \"Wrap calls in <tool_call>{...}</tool_call>.\"}}],}";
+    let reply = parse_reply(input).unwrap();
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(
+        reply.tool_calls[0].arguments["content"],
+        "Wrap calls in <tool_call>{...}</tool_call>."
+    );
+    assert!(reply.repairs.is_empty(), "{:?}", reply.repairs);
+}
+
 /// A strict reply names no repair, so the event field stays absent.
 #[test]
 fn strict_and_json5_replies_name_no_repair() {
@@ -287,6 +300,8 @@ fn repairs_survive_hostile_input() {
     let literals = format!("{{\"plan\": [{}]}}", "True, ".repeat(100_000));
     let nested_strings = format!("{}{{}}{}", "\"".repeat(10_000), "\"".repeat(10_000));
     let missing_commas = format!("{{\"tool_calls\": [{}]", "{\"name\": \"x\"} ".repeat(30_000));
+    let braces_then_tag = format!("{}<tool_call>", "{".repeat(200_000));
+    let objects_then_tag = format!("{}<tool_call>{{\"name\": \"x\"}}", "{}".repeat(50_000));
     let started = std::time::Instant::now();
     for input in [
         megabyte_of_brackets.as_str(),
@@ -299,6 +314,8 @@ fn repairs_survive_hostile_input() {
         literals.as_str(),
         nested_strings.as_str(),
         missing_commas.as_str(),
+        braces_then_tag.as_str(),
+        objects_then_tag.as_str(),
         "“",
         "”{",
         "{#",

@@ -22,7 +22,7 @@ pub(super) const MAX_NESTING: usize = 64;
 /// Each `{` that never closes is rescanned from the next `{`, which is quadratic on inputs such as
 /// a megabyte of `{`. Real replies have at most a few stray braces in their prose, so after this
 /// many the rest of the text is not worth scanning.
-const MAX_UNCLOSED_SPANS: usize = 64;
+pub(super) const MAX_UNCLOSED_SPANS: usize = 64;
 
 /// Finds the single reply object in text that is not strict JSON.
 pub(super) fn extract_object(text: &str) -> Result<Found, ReplyError> {
@@ -211,8 +211,8 @@ const SMART_CLOSE: [u8; 3] = [0xE2, 0x80, 0x9D];
 /// Extent of one `{ ... }` candidate found by [`scan_object`].
 pub(super) struct Span {
     start: usize,
-    end: usize,
-    closed: bool,
+    pub(super) end: usize,
+    pub(super) closed: bool,
     pub(super) max_nesting: usize,
 }
 

@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::lenient::{extract_object, is_reply_like};
+use super::lenient::{MAX_UNCLOSED_SPANS, extract_object, is_reply_like, scan_object};
 use super::unambiguous::Unambiguous;
 use super::{ModelReply, Repair, ReplyError, is_call_like, reply_from_calls, reply_from_object};
 
@@ -18,29 +18,29 @@ const CLOSE: &str = "</tool_call>";
 /// `None` when the text has no `<tool_call>` tag; otherwise the reply the tags make, or why they
 /// cannot be used. The text outside the tags is the plan.
 pub(super) fn parse_tagged(text: &str) -> Option<Result<ModelReply, ReplyError>> {
-    let first = text.find(OPEN)?;
+    if !text.contains(OPEN) {
+        return None;
+    }
+    // A tag written inside a JSON string (a reply that writes documentation about this very
+    // format) is content, not a call: only tags outside every `{ ... }` count.
+    let objects = object_spans(text);
+    let first = find_outside(text, OPEN, 0, &objects)?;
     let mut outside = String::from(text.get(..first).unwrap_or_default());
     let mut calls = Vec::new();
     let mut repairs = vec![Repair::ToolCallTags];
-    let mut rest = text.get(first..).unwrap_or_default();
-    while let Some(at) = rest.find(OPEN) {
-        outside.push_str(rest.get(..at).unwrap_or_default());
-        let body = rest.get(at + OPEN.len()..).unwrap_or_default();
+    let mut pos = first;
+    while let Some(at) = find_outside(text, OPEN, pos, &objects) {
+        outside.push_str(text.get(pos..at).unwrap_or_default());
+        let body = at + OPEN.len();
         // A tag left open, as in a reply cut off by the length limit, runs to the end.
-        let (content, after) = match body.find(CLOSE) {
-            Some(end) => (
-                body.get(..end).unwrap_or_default(),
-                body.get(end + CLOSE.len()..).unwrap_or_default(),
-            ),
-            None => (body, ""),
-        };
-        match tag_calls(content, &mut repairs) {
+        let end = find_outside(text, CLOSE, body, &objects).unwrap_or(text.len());
+        match tag_calls(text.get(body..end).unwrap_or_default(), &mut repairs) {
             Ok(mut found) => calls.append(&mut found),
             Err(error) => return Some(Err(error)),
         }
-        rest = after;
+        pos = (end + CLOSE.len()).min(text.len());
     }
-    outside.push_str(rest);
+    outside.push_str(text.get(pos..).unwrap_or_default());
     if outside.contains('{')
         && let Ok((object, _)) = extract_object(&outside)
         && (is_reply_like(&object) || is_call_like(&Value::Object(object)))
@@ -48,6 +48,43 @@ pub(super) fn parse_tagged(text: &str) -> Option<Result<ModelReply, ReplyError>>
         return Some(Err(ReplyError::MultipleObjects { count: calls.len() + 1 }));
     }
     Some(reply_from_calls(outside.trim().to_owned(), calls, repairs))
+}
+
+/// The byte ranges of the complete top-level `{ ... }` objects in the text, in order.
+fn object_spans(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut pos = 0;
+    let mut unclosed = 0;
+    while let Some(offset) = bytes.get(pos..).and_then(|rest| rest.iter().position(|&b| b == b'{')) {
+        let start = pos + offset;
+        let span = scan_object(bytes, start);
+        if span.closed {
+            spans.push((start, span.end));
+            pos = span.end;
+        } else {
+            // Same bound as the object search: a text of stray braces is not worth rescanning.
+            unclosed += 1;
+            if unclosed >= MAX_UNCLOSED_SPANS {
+                break;
+            }
+            pos = start + 1;
+        }
+    }
+    spans
+}
+
+/// The first `needle` at or after `from` that is not inside one of `spans`.
+fn find_outside(text: &str, needle: &str, from: usize, spans: &[(usize, usize)]) -> Option<usize> {
+    let mut from = from;
+    loop {
+        let at = from + text.get(from..)?.find(needle)?;
+        let inside = spans.partition_point(|&(start, _)| start <= at);
+        match inside.checked_sub(1).and_then(|index| spans.get(index)) {
+            Some(&(_, end)) if at < end => from = end,
+            _ => return Some(at),
+        }
+    }
 }
 
 /// The calls of one tag: one call object, or a whole reply's calls.
