@@ -31,7 +31,7 @@ mod unambiguous;
 
 pub use repairs::Repair;
 
-use lenient::{MAX_NESTING, describe_json5_error, extract_object, fenced_blocks, scan_object};
+use lenient::{MAX_NESTING, describe_json5_error, extract_object, fenced_blocks, is_truncation, scan_object};
 use unambiguous::Unambiguous;
 
 /// One tool invocation requested by the model.
@@ -227,8 +227,11 @@ fn bare_call_array(trimmed: &str) -> Option<Result<ModelReply, ReplyError>> {
     if rewritten.max_depth > MAX_NESTING {
         return None;
     }
-    let Ok(Unambiguous(Value::Array(items))) = json5::from_str::<Unambiguous>(&rewritten.text) else {
-        return None;
+    let items = match json5::from_str::<Unambiguous>(&rewritten.text) {
+        Ok(Unambiguous(Value::Array(items))) => items,
+        // A list of calls cut off: the calls before the cut are not all the model asked for.
+        Err(err) if is_truncation(&err, &rewritten.text) => return Some(Err(ReplyError::Truncated)),
+        _ => return None,
     };
     // An array that is the whole reply but holds something besides calls is answered here:
     // picking the calls out of it would be a guess about the rest.

@@ -213,6 +213,10 @@ fn ambiguous_replies_are_still_asked_again() {
         ("text with no call", "All done, nothing to change here."),
         ("an empty tool_call tag", "<tool_call></tool_call>"),
         (
+            "a tag left open",
+            "<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}",
+        ),
+        (
             "a tag next to a reply object",
             "{\"plan\": \"p\", \"tool_calls\": [{\"tool_name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}]}\n<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"b\"}}</tool_call>",
         ),
@@ -231,6 +235,14 @@ fn ambiguous_replies_are_still_asked_again() {
             r#"[{"tool_name": "read_file", "arguments": {"path": "a"}}, "and then"]"#,
         ),
         ("empty tool_calls", r#"{"plan": "nothing to do", "tool_calls": []}"#),
+        (
+            "one call of a list that goes on",
+            r#"Calls: [{"tool_name": "read_file", "arguments": {"path": "a"}}, "#,
+        ),
+        (
+            "one call of a cut-off list after prose",
+            r#"Calls: [{"tool_name": "read_file", "arguments": {"path": "a"}}"#,
+        ),
     ];
     let mut failures = Vec::new();
     for (name, input) in cases {
@@ -336,4 +348,24 @@ fn repairs_survive_hostile_input() {
         started.elapsed()
     );
     assert!(parse_reply(&many_tags).is_ok());
+}
+
+/// A reply cut anywhere must never run calls the whole reply would not: every prefix of every
+/// repairable reply is either rejected or read as exactly the whole reply's calls.
+#[test]
+fn a_cut_repairable_reply_never_runs_other_calls() {
+    for case in recovered() {
+        let whole = parse_reply(case.input).unwrap();
+        for (at, _) in case.input.char_indices() {
+            let prefix = &case.input[..at];
+            // Tags have no outer bracket: a cut right after a closing tag looks complete (the
+            // provider's length stop reason is what tells; see tags.rs).
+            if prefix.trim_end().ends_with("</tool_call>") {
+                continue;
+            }
+            if let Ok(reply) = parse_reply(prefix) {
+                assert_eq!(reply.tool_calls, whole.tool_calls, "{}: prefix {prefix:?}", case.name);
+            }
+        }
+    }
 }

@@ -52,8 +52,12 @@ pub(super) fn extract_object(text: &str) -> Result<Found, ReplyError> {
 struct Findings {
     /// Complete objects with a `plan` or `tool_calls` key.
     replies: Vec<Found>,
-    /// Complete objects that do not look like a reply (prose examples, stray `{}`).
+    /// Complete objects that do not look like a reply (prose examples, stray `{}`, a call
+    /// without the wrapper).
     others: Vec<Found>,
+    /// The last of `others` is an item of a list that does not close right after it
+    /// (`[{...}, ...` or `[{...}` cut off): it is not the whole of what the model sent.
+    last_other_in_open_list: bool,
     /// Regions that end inside an object which is a valid prefix of JSON5.
     truncated: usize,
     too_deep: bool,
@@ -93,6 +97,7 @@ impl Findings {
                             self.replies.push((object, repairs));
                         } else {
                             self.others.push((object, repairs));
+                            self.last_other_in_open_list = in_open_list(bytes, span.start, span.end);
                         }
                     }
                     Candidate::NotObject => {}
@@ -146,14 +151,30 @@ impl Findings {
         }
         // A lone object without reply fields is returned so that the shape check can say which
         // field is missing, which helps the model more than "no JSON object".
-        if let Some(object) = self.others.pop() {
-            return Ok(object);
+        if let Some((object, repairs)) = self.others.pop() {
+            // One call of a list that goes on (or was cut off): running it alone would drop the
+            // rest of what the model asked for.
+            if self.last_other_in_open_list && super::is_call_like(&Value::Object(object.clone())) {
+                return Err(ReplyError::MissingToolCalls);
+            }
+            return Ok((object, repairs));
         }
         if let Some(detail) = self.invalid_other {
             return Err(ReplyError::InvalidJson { detail });
         }
         Err(ReplyError::NoJsonObject)
     }
+}
+
+/// True when the object at `start..end` follows a `[` or `,` and is not followed by `]`.
+fn in_open_list(bytes: &[u8], start: usize, end: usize) -> bool {
+    let before = bytes
+        .get(..start)
+        .and_then(|head| head.iter().rev().find(|b| !b.is_ascii_whitespace()));
+    let after = bytes
+        .get(end..)
+        .and_then(|tail| tail.iter().find(|b| !b.is_ascii_whitespace()));
+    matches!(before, Some(b'[' | b',')) && after != Some(&b']')
 }
 
 /// What one `{ ... }` candidate turned out to be.
@@ -301,7 +322,7 @@ fn find_from(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
 /// True when the parser ran out of input rather than meeting a wrong character, i.e. the text is
 /// a valid beginning of an object. This is what separates a cut-off reply from a stray `{` in
 /// prose, which fails on the next character instead.
-fn is_truncation(err: &json5::Error, text: &str) -> bool {
+pub(super) fn is_truncation(err: &json5::Error, text: &str) -> bool {
     use json5::ErrorCode as C;
     match err.code() {
         Some(

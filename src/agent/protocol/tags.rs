@@ -3,8 +3,10 @@
 //!
 //! Why this exists: such a reply says exactly which calls to run and in which order, so asking
 //! again would only cost a turn. What it guarantees: every tag must hold one readable call (or a
-//! whole reply), and a reply object written next to the tags is two answers, which is an error
-//! rather than a choice between them.
+//! whole reply) and be closed, and a reply object written next to the tags is two answers, which
+//! is an error rather than a choice between them. Tags have no outer bracket, so a reply cut
+//! right after a closing tag looks complete; the provider's length stop reason catches that
+//! case, and such a reply is never used.
 
 use serde_json::Value;
 
@@ -32,8 +34,11 @@ pub(super) fn parse_tagged(text: &str) -> Option<Result<ModelReply, ReplyError>>
     while let Some(at) = find_outside(text, OPEN, pos, &objects) {
         outside.push_str(text.get(pos..at).unwrap_or_default());
         let body = at + OPEN.len();
-        // A tag left open, as in a reply cut off by the length limit, runs to the end.
-        let end = find_outside(text, CLOSE, body, &objects).unwrap_or(text.len());
+        // A tag left open is a reply cut off: later tags may be missing, so even a complete
+        // call in it is not all the model asked for.
+        let Some(end) = find_outside(text, CLOSE, body, &objects) else {
+            return Some(Err(ReplyError::Truncated));
+        };
         match tag_calls(text.get(body..end).unwrap_or_default(), &mut repairs) {
             Ok(mut found) => calls.append(&mut found),
             Err(error) => return Some(Err(error)),
@@ -41,6 +46,11 @@ pub(super) fn parse_tagged(text: &str) -> Option<Result<ModelReply, ReplyError>>
         pos = (end + CLOSE.len()).min(text.len());
     }
     outside.push_str(text.get(pos..).unwrap_or_default());
+    // Text that ends in the middle of another opening tag (`<tool_c`) was cut off there.
+    let tail = outside.trim_end();
+    if (1..OPEN.len()).any(|len| OPEN.get(..len).is_some_and(|part| tail.ends_with(part))) {
+        return Some(Err(ReplyError::Truncated));
+    }
     if outside.contains('{')
         && let Ok((object, _)) = extract_object(&outside)
         && (is_reply_like(&object) || is_call_like(&Value::Object(object)))
