@@ -274,6 +274,18 @@ fn unknown_namespaces_are_left_alone() {
     assert!(reply.repairs.is_empty());
 }
 
+/// `{#12}` in prose is not a comment: the brace it is glued to still closes, and the reply
+/// after it is found.
+#[test]
+fn a_hash_glued_to_a_word_in_prose_is_not_a_comment() {
+    let input = "Fixing {#12} now: {\"plan\": \"p\", # why\n \"tool_calls\": [{\"tool_name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}]}";
+    let reply = parse_reply(input).unwrap();
+    // Read as a comment, `#12} now: {"plan": "p",` was dropped with the rest of its line.
+    assert_eq!(reply.plan, "p");
+    assert_eq!(reply.tool_calls[0].arguments["path"], "a");
+    assert_eq!(reply.repairs, vec![Repair::HashComments]);
+}
+
 /// A tag inside a string is file content: the reply it sits in is read as usual.
 #[test]
 fn a_tag_inside_a_string_is_content() {

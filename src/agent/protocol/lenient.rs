@@ -260,8 +260,8 @@ pub(super) fn scan_object(bytes: &[u8], start: usize) -> Span {
         match b {
             b'"' | b'\'' => quote = Some(b),
             // `# ...` comments, which the rewrite removes: an apostrophe in one must not open a
-            // string here.
-            b'#' => {
+            // string here. A `#` glued to a word (`{#12}` in prose) is not one.
+            b'#' if bytes.get(i + 1).is_none_or(u8::is_ascii_whitespace) => {
                 i = find_from(bytes, i + 1, b"\n").unwrap_or(bytes.len());
                 continue;
             }

@@ -126,8 +126,9 @@ impl Rewriter<'_> {
                 '/' if self.peek_at(self.pos + 1) == Some('/') => self.copy_line_comment(),
                 '/' if self.peek_at(self.pos + 1) == Some('*') => self.copy_block_comment(),
                 // `#` has no meaning outside a string in JSON or JSON5, so dropping the rest of
-                // the line cannot drop anything the model meant as data.
-                '#' => {
+                // the line cannot drop anything the model meant as data. Only `# ` counts, as
+                // comments are written; a `#` glued to a word is left for the parser to reject.
+                '#' if self.peek_at(self.pos + 1).is_none_or(char::is_whitespace) => {
                     self.note(Repair::HashComments);
                     while self.peek().is_some_and(|c| c != '\n') {
                         self.pos += 1;
