@@ -265,6 +265,18 @@ async fn a_truncated_reply_is_asked_again_shorter() {
         .clone();
     let retry: Value = serde_json::from_str(last["content"].as_str().expect("text")).expect("json");
     assert!(retry["error"].as_str().expect("error").contains("shorter"), "{retry}");
+    // The cut reply is not echoed back either, and the rejection is an event.
+    let placeholder = requests[1]["messages"][2]["content"].as_str().expect("text");
+    assert_eq!(
+        serde_json::from_str::<Value>(placeholder).expect("valid JSON"),
+        json!({"plan": "(unusable reply omitted)", "tool_calls": []})
+    );
+    let rejected = out.events_of("reply_rejected");
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert!(
+        rejected[0]["reason"].as_str().expect("reason").contains("length limit"),
+        "{rejected:?}"
+    );
 }
 
 /// A refusal ends the run with exit 1 and says it was a refusal.
