@@ -185,7 +185,9 @@ impl Rewriter<'_> {
                     self.out.push(c);
                     self.pos += 1;
                 }
-                c if is_word_start(c) && self.state != State::AfterValue || is_word_char(c) => {
+                // A sign starts a number only where a value may start; after a value, `+` and
+                // `-` are left for the parser to reject.
+                c if is_word_char(c) || (is_word_start(c) && self.state != State::AfterValue) => {
                     self.comma_if_a_key_follows();
                     let start = self.pos;
                     self.pos += 1;
