@@ -60,6 +60,15 @@ pub enum Event {
         content: String,
         usage: CallUsage,
         cost_usd: f64,
+        /// What the parser repaired to read the reply (names in docs/events.md); absent when
+        /// nothing was.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        repairs: Vec<&'static str>,
+    },
+    /// A reply that could not be used, and why: the model gets the reason in its next message,
+    /// and the history keeps a fixed placeholder instead of the reply.
+    ReplyRejected {
+        reason: String,
     },
     Plan {
         plan: String,
@@ -426,6 +435,7 @@ fn render_human(scope: Scope, event: &Event) -> Option<String> {
             format!("{turn}✗ {tool}: {}", one_line(output, 200))
         }
         Event::ToolRejected { tool, reason } => format!("{turn}✗ {tool} rejected: {}", one_line(reason, 200)),
+        Event::ReplyRejected { reason } => format!("{turn}✗ reply rejected: {}", one_line(reason, 200)),
         Event::PullRequest {
             url, title, updated, ..
         } => {

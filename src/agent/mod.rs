@@ -37,7 +37,7 @@ pub mod usage;
 use budget::{Budget, Limit};
 use caps::over_reply_caps;
 use context::{History, ToolResult};
-use protocol::{EXPECTED_SHAPE, ModelReply, parse_reply};
+use protocol::{EXPECTED_SHAPE, ModelReply, ReplyError, UNUSABLE_REPLY_PLACEHOLDER, parse_reply};
 
 /// How a cycle ended.
 #[derive(Debug)]
@@ -109,7 +109,8 @@ struct Call<'c, 'b> {
 
 /// What a model call came to, for the turn loop.
 enum Answer {
-    Reply(Completion),
+    /// The completion, and what the parser made of its text.
+    Reply(Completion, Result<ModelReply, ReplyError>),
     Limit(Limit),
 }
 
@@ -197,14 +198,20 @@ impl Agent<'_> {
                 turn,
                 counter,
             };
-            let completion = match self.ask(&call, &system, reply_schema, &cache_key, &mut history).await? {
-                Answer::Reply(completion) => completion,
+            let (completion, parsed) = match self.ask(&call, &system, reply_schema, &cache_key, &mut history).await? {
+                Answer::Reply(completion, parsed) => (completion, parsed),
                 Answer::Limit(limit) => return Ok(AgentEnd::Limit(limit)),
             };
             match completion.stop {
                 StopReason::Refusal(reason) => return Err(CycleError::Refused(reason)),
                 StopReason::Length => {
-                    history.push_reply(json!({"unusable_reply": "cut off at the output length limit"}).to_string());
+                    self.emit(
+                        &call,
+                        Event::ReplyRejected {
+                            reason: String::from("cut off at the output length limit"),
+                        },
+                    );
+                    history.push_reply(UNUSABLE_REPLY_PLACEHOLDER.to_owned());
                     history.push_note(
                         json!({
                             "error": "Your reply was cut off at the output length limit. Reply again, shorter: fewer calls in one reply, and prefer edit_file over rewriting whole files.",
@@ -216,16 +223,21 @@ impl Agent<'_> {
                 }
                 StopReason::Complete => {}
             }
-            let reply = match parse_reply(&completion.content) {
+            let reply = match parsed {
                 Ok(reply) => reply,
                 Err(error) => {
-                    tracing::warn!("{} turn {turn}: unusable reply: {error}", exec.path());
-                    // Keep the conversation valid JSON: the raw reply travels as a JSON string.
-                    history.push_reply(redactor.redact(&json!({"unusable_reply": completion.content}).to_string()));
-                    history.push_note(
-                        json!({"error": format!("Your reply could not be used: {error}"), "expected_shape": EXPECTED_SHAPE})
-                            .to_string(),
+                    self.emit(
+                        &call,
+                        Event::ReplyRejected {
+                            reason: error.to_string(),
+                        },
                     );
+                    // Never the reply itself: a weak model copies whatever stands for its reply.
+                    history.push_reply(UNUSABLE_REPLY_PLACEHOLDER.to_owned());
+                    history.push_note(redactor.redact(
+                        &json!({"error": format!("Your reply could not be used: {error}"), "expected_shape": EXPECTED_SHAPE})
+                            .to_string(),
+                    ));
                     continue;
                 }
             };
@@ -366,6 +378,12 @@ impl Agent<'_> {
                 || spend.note_estimated(),
             );
             let cost = spend.record(settled.usage, price);
+            let parsed = parse_reply(&completion.content);
+            // A reply cut off or refused is not used, so nothing was repaired in it.
+            let repairs = match (&completion.stop, &parsed) {
+                (StopReason::Complete, Ok(reply)) => reply.repairs.iter().map(|repair| repair.name()).collect(),
+                _ => Vec::new(),
+            };
             self.emit(
                 call,
                 Event::ModelResponse {
@@ -375,12 +393,16 @@ impl Agent<'_> {
                         estimated: settled.estimated,
                     },
                     cost_usd: cost,
+                    repairs,
                 },
             );
-            return Ok(Answer::Reply(Completion {
-                usage: settled.usage,
-                ..completion
-            }));
+            return Ok(Answer::Reply(
+                Completion {
+                    usage: settled.usage,
+                    ..completion
+                },
+                parsed,
+            ));
         }
     }
 

@@ -12,9 +12,11 @@
 //! - [`parse_reply`] never panics, whatever the input (non-ASCII, huge, unbalanced, deeply
 //!   nested): nesting is measured by a flat scan before the recursive JSON5 parser sees the text.
 //! - Leniency is limited to syntax and naming that cannot change meaning: code fences, prose
-//!   around the object, JSON5 syntax, field-name aliases and stringified arguments. Anything that
-//!   would need a guess (two replies, a cut-off reply, arguments that are not an object) is an
-//!   error whose text tells the model exactly what to fix; callers append [`EXPECTED_SHAPE`].
+//!   around the object, JSON5 syntax, field-name aliases and stringified arguments, and the
+//!   repairs listed in [`Repair`] (almost-JSON, calls without the wrapper, `<tool_call>` tags,
+//!   namespaced tool names), each named in [`ModelReply::repairs`]. Anything that would need a
+//!   guess (two replies, a cut-off reply, arguments that are not an object) is an error whose
+//!   text tells the model exactly what to fix; callers append [`EXPECTED_SHAPE`].
 //! - A successful parse has at least one call, every call has a non-empty tool name and an
 //!   object of arguments, and [`ModelReply::to_json`] is strict JSON that parses back to the same
 //!   value, so conversation history never carries the model's sloppy original forward.
@@ -22,9 +24,14 @@
 use serde_json::{Map, Value};
 
 mod lenient;
+mod repairs;
+mod rewrite;
+mod tags;
 mod unambiguous;
 
-use lenient::{MAX_NESTING, describe_json5_error, extract_object, scan_object};
+pub use repairs::Repair;
+
+use lenient::{MAX_NESTING, describe_json5_error, extract_object, fenced_blocks, is_truncation, scan_object};
 use unambiguous::Unambiguous;
 
 /// One tool invocation requested by the model.
@@ -39,6 +46,9 @@ pub struct ToolCall {
 pub struct ModelReply {
     pub plan: String,
     pub tool_calls: Vec<ToolCall>,
+    /// What the parser had to repair to read the reply; never part of the history.
+    #[serde(skip)]
+    pub repairs: Vec<Repair>,
 }
 
 impl ModelReply {
@@ -136,6 +146,12 @@ pub enum ReplyError {
     ArgumentsNotObject { index: usize, found: String },
 }
 
+/// What the history holds in place of a reply that could not be used. Echoing the reply back
+/// (even wrapped in a JSON string) taught weak models to copy the wrapper and nest it deeper
+/// each turn; this text is fixed, so there is nothing of theirs to copy, and copying it is
+/// harmless: it has no calls, so it is rejected with an error that says to call finish.
+pub const UNUSABLE_REPLY_PLACEHOLDER: &str = r#"{"plan": "(unusable reply omitted)", "tool_calls": []}"#;
+
 /// A one-paragraph description of the expected shape plus a minimal example, appended to re-ask messages.
 pub const EXPECTED_SHAPE: &str = "Reply with exactly one JSON object and nothing else. It has two \
 fields: \"plan\", a string with your short step-by-step plan, and \"tool_calls\", a non-empty \
@@ -148,25 +164,113 @@ is done, call finish. Example:\n\
 const NAME_KEYS: [&str; 4] = ["tool_name", "tool", "name", "function"];
 const ARGUMENT_KEYS: [&str; 4] = ["arguments", "args", "parameters", "input"];
 
+/// Tool-name prefixes that function-calling formats put before the name; stripping one of
+/// these leaves the name the model meant. Any other dotted name is left whole.
+const NAMESPACES: [&str; 6] = [
+    "functions.",
+    "functions:",
+    "default_api.",
+    "default_api:",
+    "tools.",
+    "tool.",
+];
+
 /// Parses one model reply: strict JSON first, then the lenient path (fences, surrounding prose,
-/// JSON5), then checks the shape.
+/// JSON5, repairs), then checks the shape.
 pub fn parse_reply(text: &str) -> Result<ModelReply, ReplyError> {
+    parse_text(text, true)
+}
+
+/// `unwrap_string` allows one level of a reply sent as a JSON string; the string's content is
+/// parsed without it, so a string in a string is not unwrapped again.
+fn parse_text(text: &str, unwrap_string: bool) -> Result<ModelReply, ReplyError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return Err(ReplyError::Empty);
     }
     // Structured-output providers land here, so the common case never touches the heuristics.
-    // A JSON value that is not an object (an array of calls, a bare string) still goes through
-    // the lenient path, which reports what it finds inside.
-    let object = match serde_json::from_str::<Unambiguous>(trimmed) {
-        Ok(Unambiguous(Value::Object(object))) => object,
-        _ => extract_object(text)?,
+    // A JSON value that is not an object goes through the lenient path unless it is an array of
+    // calls or a string holding the reply.
+    match serde_json::from_str::<Unambiguous>(trimmed) {
+        Ok(Unambiguous(Value::Object(object))) => return reply_from_object(object, Vec::new()),
+        Ok(Unambiguous(Value::Array(items))) if items.iter().all(is_call_like) && !items.is_empty() => {
+            return reply_from_calls(String::new(), items, vec![Repair::BareCallArray]);
+        }
+        Ok(Unambiguous(Value::String(inner))) if unwrap_string && inner.trim_start().starts_with(['{', '[', '<']) => {
+            let mut reply = parse_text(&inner, false)?;
+            reply.repairs.insert(0, Repair::ReplyAsString);
+            return Ok(reply);
+        }
+        _ => {}
+    }
+    if let Some(reply) = tags::parse_tagged(text) {
+        return reply;
+    }
+    if let Some(reply) = bare_call_array(trimmed) {
+        return reply;
+    }
+    let (object, repairs) = extract_object(text)?;
+    reply_from_object(object, repairs)
+}
+
+/// An array of calls without the wrapper, alone or alone in a code fence, after repairs.
+fn bare_call_array(trimmed: &str) -> Option<Result<ModelReply, ReplyError>> {
+    let blocks = fenced_blocks(trimmed);
+    let candidate = match blocks.as_slice() {
+        [block] => block.trim(),
+        _ => trimmed,
     };
-    reply_from_object(object)
+    if !candidate.starts_with('[') {
+        return None;
+    }
+    let rewritten = rewrite::rewrite(candidate);
+    if rewritten.max_depth > MAX_NESTING {
+        return None;
+    }
+    let items = match json5::from_str::<Unambiguous>(&rewritten.text) {
+        Ok(Unambiguous(Value::Array(items))) => items,
+        // A list of calls cut off: the calls before the cut are not all the model asked for.
+        Err(err) if is_truncation(&err, &rewritten.text) => return Some(Err(ReplyError::Truncated)),
+        _ => return None,
+    };
+    // An array that is the whole reply but holds something besides calls is answered here:
+    // picking the calls out of it would be a guess about the rest.
+    if let Some((index, item)) = items.iter().enumerate().find(|(_, item)| !is_call_like(item)) {
+        return Some(Err(match item {
+            Value::Object(_) => ReplyError::MissingToolName { index },
+            other => ReplyError::CallNotObject {
+                index,
+                found: crate::tools::args::type_name(other).to_owned(),
+            },
+        }));
+    }
+    if items.is_empty() {
+        return Some(Err(ReplyError::NoToolCalls));
+    }
+    let mut repairs = rewritten.repairs;
+    repairs.push(Repair::BareCallArray);
+    Some(reply_from_calls(String::new(), items, repairs))
+}
+
+/// An object that is one call: it names a tool under `tool_name`, or under another name key
+/// next to an arguments key, or nests such an object under `function`. A lone `{"name": ...}`
+/// is not enough, since plenty of objects have a name.
+fn is_call_like(value: &Value) -> bool {
+    let Value::Object(object) = value else {
+        return false;
+    };
+    object.contains_key("tool_name")
+        || (NAME_KEYS.iter().any(|key| object.contains_key(*key))
+            && ARGUMENT_KEYS.iter().any(|key| object.contains_key(*key)))
+        || object.get("function").is_some_and(|inner| {
+            inner
+                .as_object()
+                .is_some_and(|inner| NAME_KEYS.iter().any(|key| inner.contains_key(*key)))
+        })
 }
 
 /// Checks the reply shape and normalises the aliases real models use.
-fn reply_from_object(mut object: Map<String, Value>) -> Result<ModelReply, ReplyError> {
+fn reply_from_object(mut object: Map<String, Value>, mut repairs: Vec<Repair>) -> Result<ModelReply, ReplyError> {
     let plan = match object.remove("plan") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(plan)) => plan,
@@ -181,26 +285,44 @@ fn reply_from_object(mut object: Map<String, Value>) -> Result<ModelReply, Reply
         }
     };
     let calls = match object.remove("tool_calls") {
+        None if is_call_like(&Value::Object(object.clone())) => {
+            repairs.push(Repair::BareCall);
+            vec![Value::Object(object)]
+        }
         None => return Err(ReplyError::MissingToolCalls),
         Some(Value::Array(calls)) => calls,
+        Some(call) if is_call_like(&call) => {
+            repairs.push(Repair::ToolCallsObject);
+            vec![call]
+        }
         Some(other) => {
             return Err(ReplyError::ToolCallsNotArray {
                 found: crate::tools::args::type_name(&other).to_owned(),
             });
         }
     };
+    reply_from_calls(plan, calls, repairs)
+}
+
+fn reply_from_calls(plan: String, calls: Vec<Value>, mut repairs: Vec<Repair>) -> Result<ModelReply, ReplyError> {
     if calls.is_empty() {
         return Err(ReplyError::NoToolCalls);
     }
     let tool_calls = calls
         .into_iter()
         .enumerate()
-        .map(|(index, call)| tool_call(index, call))
+        .map(|(index, call)| tool_call(index, call, &mut repairs))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(ModelReply { plan, tool_calls })
+    repairs.sort_unstable();
+    repairs.dedup();
+    Ok(ModelReply {
+        plan,
+        tool_calls,
+        repairs,
+    })
 }
 
-fn tool_call(index: usize, call: Value) -> Result<ToolCall, ReplyError> {
+fn tool_call(index: usize, call: Value, repairs: &mut Vec<Repair>) -> Result<ToolCall, ReplyError> {
     let Value::Object(mut call) = call else {
         return Err(ReplyError::CallNotObject {
             index,
@@ -221,7 +343,16 @@ fn tool_call(index: usize, call: Value) -> Result<ToolCall, ReplyError> {
 
     let name = match NAME_KEYS.iter().find_map(|key| call.remove(*key)) {
         None => return Err(ReplyError::MissingToolName { index }),
-        Some(Value::String(name)) if !name.trim().is_empty() => name.trim().to_owned(),
+        Some(Value::String(name)) if !name.trim().is_empty() => {
+            let name = name.trim();
+            match NAMESPACES.iter().find_map(|prefix| name.strip_prefix(prefix)) {
+                Some(bare) if !bare.trim().is_empty() => {
+                    repairs.push(Repair::NamespacedToolName);
+                    bare.trim().to_owned()
+                }
+                _ => name.to_owned(),
+            }
+        }
         Some(other) => {
             return Err(ReplyError::InvalidToolName {
                 index,
@@ -293,3 +424,7 @@ fn stringified_arguments(index: usize, encoded: &str) -> Result<Map<String, Valu
 #[cfg(test)]
 #[path = "protocol_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "protocol_repair_tests.rs"]
+mod repair_tests;

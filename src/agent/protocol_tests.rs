@@ -205,7 +205,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             name: "tool_calls not an array",
-            input: r#"{"plan": "p", "tool_calls": {"tool_name": "read_file", "arguments": {"path": "a"}}}"#,
+            input: r#"{"plan": "p", "tool_calls": "read_file a"}"#,
             expect: Error(|e| matches!(e, ReplyError::ToolCallsNotArray { .. })),
         },
         Case {
@@ -221,11 +221,11 @@ fn cases() -> Vec<Case> {
         Case {
             name: "a bare array of calls",
             input: r#"[{"tool_name": "read_file", "arguments": {"path": "a"}}]"#,
-            expect: Error(|e| matches!(e, ReplyError::MissingToolCalls)),
+            expect: Calls(&[("read_file", "path", "a")]),
         },
         Case {
-            name: "syntax error JSON5 cannot repair",
-            input: r#"{"plan": "p" "tool_calls": [{"tool_name": "read_file", "arguments": {"path": "a"}}]}"#,
+            name: "syntax error no repair can read",
+            input: r#"{"plan": "p", "tool_calls" [{"tool_name": "read_file", "arguments": {"path": "a"}}]}"#,
             expect: Error(|e| matches!(e, ReplyError::InvalidJson { detail } if detail.contains("tool_calls"))),
         },
         Case {
@@ -340,16 +340,30 @@ fn every_prefix_of_a_valid_reply_is_handled_without_panicking() {
     for sample in &samples {
         let first_brace = sample.find('{').unwrap();
         let last_brace = sample.rfind('}').unwrap();
+        let mut lacking_only_the_brace = 0;
         for (at, _) in sample.char_indices().chain([(sample.len(), ' ')]) {
             let prefix = &sample[..at];
             let result = parse_reply(prefix);
             // Cut anywhere inside the object, the reply must be reported as truncated rather
-            // than half-parsed or misdiagnosed.
+            // than half-parsed or misdiagnosed, except where all it lacks is its final brace
+            // (then it is the whole reply, repaired).
             if at > first_brace && at <= last_brace {
-                assert_eq!(result, Err(ReplyError::Truncated), "prefix {prefix:?}");
+                match result {
+                    Ok(reply) => {
+                        assert!(reply.repairs.contains(&Repair::MissingFinalBrace), "prefix {prefix:?}");
+                        assert_eq!(reply.tool_calls, parse_reply(sample).unwrap().tool_calls);
+                        lacking_only_the_brace += 1;
+                    }
+                    Err(error) => assert_eq!(error, ReplyError::Truncated, "prefix {prefix:?}"),
+                }
             }
         }
         assert!(parse_reply(sample).is_ok());
+        // The cut just before the final brace, and after the whitespace before it.
+        assert!(
+            lacking_only_the_brace <= 2,
+            "{lacking_only_the_brace} prefixes of {sample}"
+        );
     }
 }
 

@@ -265,6 +265,18 @@ async fn a_truncated_reply_is_asked_again_shorter() {
         .clone();
     let retry: Value = serde_json::from_str(last["content"].as_str().expect("text")).expect("json");
     assert!(retry["error"].as_str().expect("error").contains("shorter"), "{retry}");
+    // The cut reply is not echoed back either, and the rejection is an event.
+    let placeholder = requests[1]["messages"][2]["content"].as_str().expect("text");
+    assert_eq!(
+        serde_json::from_str::<Value>(placeholder).expect("valid JSON"),
+        json!({"plan": "(unusable reply omitted)", "tool_calls": []})
+    );
+    let rejected = out.events_of("reply_rejected");
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert!(
+        rejected[0]["reason"].as_str().expect("reason").contains("length limit"),
+        "{rejected:?}"
+    );
 }
 
 /// A refusal ends the run with exit 1 and says it was a refusal.
@@ -460,4 +472,56 @@ async fn llama_cpp_overflows_are_recognised_and_masked_harder_once() {
             out.stderr
         );
     }
+}
+
+/// A weak model copied the `{"unusable_reply": "<its own text>"}` wrapper the history echoed
+/// back, nesting it one level deeper each turn (18 of 20 replies in one run). An unusable reply
+/// now leaves a fixed placeholder in the history, the reason goes to the next user message and
+/// to a `reply_rejected` event, and a repaired reply names its repairs.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unusable_reply_is_never_echoed_back_and_is_reported() {
+    let repo = TestRepo::new();
+    let garbage = "I think GARBLED-MARKER {unusable_reply: {\"unusable_reply\": \"x\"";
+    let server = model_server(vec![
+        garbage.into(),
+        "{\"plan\": \"read\", # first the README\n \"tool_calls\": [{\"tool_name\": \"read_file\", \"arguments\": {\"path\": \"README.md\"}}]".into(),
+        finish("no_tasks"),
+    ])
+    .await;
+    let out = openai_run(&repo, &server, &["--task", "t"]).run_async().await;
+    out.assert_code(0);
+    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    assert_eq!(requests.len(), 3);
+    let messages = requests[1]["messages"].as_array().expect("messages");
+    let sent = serde_json::to_string(messages).expect("json");
+    assert!(!sent.contains("GARBLED-MARKER"), "the raw reply was echoed: {sent}");
+    assert!(!sent.contains("unusable_reply"), "{sent}");
+    let placeholder = messages[2]["content"].as_str().expect("text");
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(
+        serde_json::from_str::<Value>(placeholder).expect("valid JSON"),
+        json!({"plan": "(unusable reply omitted)", "tool_calls": []})
+    );
+    let note: Value = serde_json::from_str(messages[3]["content"].as_str().expect("text")).expect("json");
+    assert!(
+        note["error"].as_str().expect("error").contains("could not be used"),
+        "{note}"
+    );
+    assert!(note["expected_shape"].is_string());
+
+    let rejected = out.events_of("reply_rejected");
+    assert_eq!(rejected.len(), 1, "{rejected:?}");
+    assert_eq!(rejected[0]["turn"], 1);
+    assert_eq!(rejected[0]["cycle"], 1);
+    assert_eq!(rejected[0]["agent"], "root");
+    assert!(
+        rejected[0]["reason"].as_str().expect("reason").contains("truncated"),
+        "{rejected:?}"
+    );
+
+    let responses = out.events_of("model_response");
+    assert_eq!(responses.len(), 3);
+    assert!(responses[0].get("repairs").is_none(), "{:?}", responses[0]);
+    assert_eq!(responses[1]["repairs"], json!(["hash_comments", "missing_final_brace"]));
+    assert!(responses[2].get("repairs").is_none(), "{:?}", responses[2]);
 }

@@ -1,12 +1,18 @@
 //! The lenient path of the reply parser: finding the one reply object in text that is not
-//! strict JSON (code fences, prose around the object, JSON5 syntax), and telling a cut-off
-//! reply from a stray brace. Never panics: nesting is measured by a flat scan before the
+//! strict JSON (code fences, prose around the object, JSON5 syntax, and the almost-JSON that
+//! [`super::rewrite`] repairs), and telling a cut-off reply from a stray brace or from one that
+//! only lacks its final `}`. Never panics: nesting is measured by a flat scan before the
 //! recursive JSON5 parser sees a candidate.
 
 use serde_json::{Map, Value};
 
 use super::ReplyError;
+use super::repairs::Repair;
+use super::rewrite::rewrite;
 use super::unambiguous::Unambiguous;
+
+/// An object found in the text, with the repairs it needed.
+pub(super) type Found = (Map<String, Value>, Vec<Repair>);
 
 /// Deeper than any legitimate reply (reply > tool_calls > call > arguments > a few levels of
 /// value), and shallow enough that the recursive JSON5 parser and `Value`'s recursive drop stay
@@ -16,10 +22,10 @@ pub(super) const MAX_NESTING: usize = 64;
 /// Each `{` that never closes is rescanned from the next `{`, which is quadratic on inputs such as
 /// a megabyte of `{`. Real replies have at most a few stray braces in their prose, so after this
 /// many the rest of the text is not worth scanning.
-const MAX_UNCLOSED_SPANS: usize = 64;
+pub(super) const MAX_UNCLOSED_SPANS: usize = 64;
 
 /// Finds the single reply object in text that is not strict JSON.
-pub(super) fn extract_object(text: &str) -> Result<Map<String, Value>, ReplyError> {
+pub(super) fn extract_object(text: &str) -> Result<Found, ReplyError> {
     // Fenced blocks come first so that braces in the surrounding prose (`fn main() {}`) cannot
     // compete with the reply; if the fences hold no reply (say, a code sample), the reply may be
     // outside them, so the whole text is searched instead.
@@ -45,9 +51,13 @@ pub(super) fn extract_object(text: &str) -> Result<Map<String, Value>, ReplyErro
 #[derive(Default)]
 struct Findings {
     /// Complete objects with a `plan` or `tool_calls` key.
-    replies: Vec<Map<String, Value>>,
-    /// Complete objects that do not look like a reply (prose examples, stray `{}`).
-    others: Vec<Map<String, Value>>,
+    replies: Vec<Found>,
+    /// Complete objects that do not look like a reply (prose examples, stray `{}`, a call
+    /// without the wrapper).
+    others: Vec<Found>,
+    /// The last of `others` is an item of a list that does not close right after it
+    /// (`[{...}, ...` or `[{...}` cut off): it is not the whole of what the model sent.
+    last_other_in_open_list: bool,
     /// Regions that end inside an object which is a valid prefix of JSON5.
     truncated: usize,
     too_deep: bool,
@@ -81,29 +91,30 @@ impl Findings {
             if span.max_nesting > MAX_NESTING {
                 self.too_deep = true;
             } else {
-                match json5::from_str::<Unambiguous>(candidate) {
-                    Ok(Unambiguous(Value::Object(object))) => {
+                match parse_candidate(candidate, span.closed) {
+                    Candidate::Object(object, repairs) => {
                         if is_reply_like(&object) {
-                            self.replies.push(object);
+                            self.replies.push((object, repairs));
                         } else {
-                            self.others.push(object);
+                            self.others.push((object, repairs));
+                            self.last_other_in_open_list = in_open_list(bytes, span.start, span.end);
                         }
                     }
-                    Ok(_) => {}
-                    Err(err) if !span.closed && is_truncation(&err, candidate) => {
+                    Candidate::NotObject => {}
+                    Candidate::Truncated => {
                         // The unclosed span runs to the end of the region, so every later
                         // candidate is a piece of this cut-off object, not a reply of its own.
                         self.truncated += 1;
                         return;
                     }
-                    Err(err) => {
+                    Candidate::Invalid(detail) => {
                         let slot = if candidate.contains("tool_calls") {
                             &mut self.invalid_reply
                         } else {
                             &mut self.invalid_other
                         };
                         if slot.is_none() {
-                            *slot = Some(describe_json5_error(&err, candidate, "the object's opening brace"));
+                            *slot = Some(detail);
                         }
                     }
                 }
@@ -114,7 +125,7 @@ impl Findings {
         }
     }
 
-    fn decide(mut self) -> Result<Map<String, Value>, ReplyError> {
+    fn decide(mut self) -> Result<Found, ReplyError> {
         // A complete reply next to a cut-off one is still two replies: picking either would be
         // a guess about what the model meant.
         let candidates = self.replies.len() + self.truncated;
@@ -140,8 +151,13 @@ impl Findings {
         }
         // A lone object without reply fields is returned so that the shape check can say which
         // field is missing, which helps the model more than "no JSON object".
-        if let Some(object) = self.others.pop() {
-            return Ok(object);
+        if let Some((object, repairs)) = self.others.pop() {
+            // One call of a list that goes on (or was cut off): running it alone would drop the
+            // rest of what the model asked for.
+            if self.last_other_in_open_list && super::is_call_like(&Value::Object(object.clone())) {
+                return Err(ReplyError::MissingToolCalls);
+            }
+            return Ok((object, repairs));
         }
         if let Some(detail) = self.invalid_other {
             return Err(ReplyError::InvalidJson { detail });
@@ -150,15 +166,74 @@ impl Findings {
     }
 }
 
-fn is_reply_like(object: &Map<String, Value>) -> bool {
+/// True when the object at `start..end` follows a `[` or `,` and is not followed by `]`.
+fn in_open_list(bytes: &[u8], start: usize, end: usize) -> bool {
+    let before = bytes
+        .get(..start)
+        .and_then(|head| head.iter().rev().find(|b| !b.is_ascii_whitespace()));
+    let after = bytes
+        .get(end..)
+        .and_then(|tail| tail.iter().find(|b| !b.is_ascii_whitespace()));
+    matches!(before, Some(b'[' | b',')) && after != Some(&b']')
+}
+
+/// What one `{ ... }` candidate turned out to be.
+enum Candidate {
+    Object(Map<String, Value>, Vec<Repair>),
+    NotObject,
+    Truncated,
+    /// Not readable, with the parser's description of the first problem in the original text.
+    Invalid(String),
+}
+
+/// JSON5 first; then the repaired text; then, for a candidate that only lacks its outermost
+/// `}` and holds calls, the repaired text closed. A reply whose calls array is closed and
+/// nothing after it is open has only one possible ending, so that is not a guess; anything else
+/// that runs out of text is reported as truncated.
+fn parse_candidate(candidate: &str, closed: bool) -> Candidate {
+    let original = match json5::from_str::<Unambiguous>(candidate) {
+        Ok(Unambiguous(Value::Object(object))) => return Candidate::Object(object, Vec::new()),
+        Ok(_) => return Candidate::NotObject,
+        Err(err) => err,
+    };
+    let rewritten = rewrite(candidate);
+    let mut truncated = is_truncation(&original, candidate);
+    if !rewritten.repairs.is_empty() {
+        match json5::from_str::<Unambiguous>(&rewritten.text) {
+            Ok(Unambiguous(Value::Object(object))) => return Candidate::Object(object, rewritten.repairs),
+            Ok(_) => return Candidate::NotObject,
+            Err(err) => truncated = is_truncation(&err, &rewritten.text),
+        }
+    }
+    if !closed && rewritten.lacks_only_final_brace {
+        let text = format!("{}}}", rewritten.text);
+        if let Ok(Unambiguous(Value::Object(object))) = json5::from_str::<Unambiguous>(&text)
+            && object.contains_key("tool_calls")
+        {
+            let mut repairs = rewritten.repairs;
+            repairs.push(Repair::MissingFinalBrace);
+            return Candidate::Object(object, repairs);
+        }
+    }
+    if !closed && truncated {
+        return Candidate::Truncated;
+    }
+    Candidate::Invalid(describe_json5_error(&original, candidate, "the object's opening brace"))
+}
+
+pub(super) fn is_reply_like(object: &Map<String, Value>) -> bool {
     object.contains_key("tool_calls") || object.contains_key("plan")
 }
+
+/// `“` and `”` in UTF-8.
+const SMART_OPEN: [u8; 3] = [0xE2, 0x80, 0x9C];
+const SMART_CLOSE: [u8; 3] = [0xE2, 0x80, 0x9D];
 
 /// Extent of one `{ ... }` candidate found by [`scan_object`].
 pub(super) struct Span {
     start: usize,
-    end: usize,
-    closed: bool,
+    pub(super) end: usize,
+    pub(super) closed: bool,
     pub(super) max_nesting: usize,
 }
 
@@ -184,6 +259,17 @@ pub(super) fn scan_object(bytes: &[u8], start: usize) -> Span {
         }
         match b {
             b'"' | b'\'' => quote = Some(b),
+            // `# ...` comments, which the rewrite removes: an apostrophe in one must not open a
+            // string here. A `#` glued to a word (`{#12}` in prose) is not one.
+            b'#' if bytes.get(i + 1).is_none_or(u8::is_ascii_whitespace) => {
+                i = find_from(bytes, i + 1, b"\n").unwrap_or(bytes.len());
+                continue;
+            }
+            // A string between smart quotes: skipped so that braces in it are content.
+            0xE2 if bytes.get(i..i + 3) == Some(SMART_OPEN.as_slice()) => {
+                i = find_from(bytes, i + 3, &SMART_CLOSE).map_or(bytes.len(), |at| at + 3);
+                continue;
+            }
             b'/' if bytes.get(i + 1) == Some(&b'/') => {
                 i = find_from(bytes, i + 2, b"\n").unwrap_or(bytes.len());
                 continue;
@@ -236,7 +322,7 @@ fn find_from(bytes: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
 /// True when the parser ran out of input rather than meeting a wrong character, i.e. the text is
 /// a valid beginning of an object. This is what separates a cut-off reply from a stray `{` in
 /// prose, which fails on the next character instead.
-fn is_truncation(err: &json5::Error, text: &str) -> bool {
+pub(super) fn is_truncation(err: &json5::Error, text: &str) -> bool {
     use json5::ErrorCode as C;
     match err.code() {
         Some(
@@ -310,7 +396,7 @@ pub(super) fn describe_json5_error(err: &json5::Error, text: &str, origin: &str)
 
 /// Contents of markdown code fences (with or without a language tag). A fence left open, as in
 /// a reply cut off by the length limit, runs to the end of the text so truncation is still seen.
-fn fenced_blocks(text: &str) -> Vec<&str> {
+pub(super) fn fenced_blocks(text: &str) -> Vec<&str> {
     let mut blocks = Vec::new();
     let mut open: Option<usize> = None;
     let mut line_start = 0;
