@@ -19,6 +19,7 @@ pub mod ollama;
 pub mod openai;
 pub mod pricing;
 pub mod replay;
+pub mod reply_form;
 pub mod retry;
 pub mod schema;
 mod stream;

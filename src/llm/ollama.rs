@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use super::http::Endpoint;
 use super::openai::{base_url, model};
-use super::schema::{self, ReplyForm, StructuredOutput};
+use super::reply_form::{self, ReplyForm, StructuredOutput};
+use super::schema;
 use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::config::{ConfigError, ProviderSettings};
@@ -46,7 +47,7 @@ impl Ollama {
                 .context_window
                 .unwrap_or_else(|| super::window::default_window(&model)),
             model,
-            structured: StructuredOutput::new(settings.structured_output, schema::SCHEMA_OR_INSTRUCTION),
+            structured: StructuredOutput::new(settings.structured_output, reply_form::SCHEMA_OR_INSTRUCTION),
             max_reply_tokens: settings.max_reply_tokens,
         })
     }

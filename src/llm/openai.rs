@@ -20,7 +20,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::http::{Endpoint, secret_header};
-use super::schema::{self, ReplyForm, StructuredOutput};
+use super::reply_form::{self, ReplyForm, StructuredOutput};
+use super::schema;
 use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::config::{ConfigError, ProviderSettings};
@@ -58,7 +59,7 @@ impl OpenAi {
         Ok(Self {
             endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model: model(settings, DEFAULT_MODEL),
-            structured: StructuredOutput::new(settings.structured_output, schema::CHAT_COMPLETIONS_FORMS),
+            structured: StructuredOutput::new(settings.structured_output, reply_form::CHAT_COMPLETIONS_FORMS),
             options: AtomicBool::new(true),
             max_reply_tokens: settings.max_reply_tokens,
             cap_field,
