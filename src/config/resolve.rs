@@ -393,15 +393,19 @@ fn trigger_phrase(args: &RunArgs, operator: &FileConfig) -> Result<String, Confi
         .unwrap_or_else(|| DEFAULT_TRIGGER_PHRASE.to_owned()))
 }
 
-/// The model's context window: `--context-window` (flag or environment) beats the operator's
-/// `[models."name"]`; `None` leaves it to the built-in table.
-fn context_window(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> Option<u64> {
-    let model_name = args
-        .model
+/// The model a run asks: `--model`, else the provider's default; what `[models."name"]` is keyed by.
+fn model_name(args: &RunArgs, kind: ProviderKind) -> &str {
+    args.model
         .as_deref()
         .map(str::trim)
         .filter(|model| !model.is_empty())
-        .unwrap_or_else(|| kind.default_model());
+        .unwrap_or_else(|| kind.default_model())
+}
+
+/// The model's context window: `--context-window` (flag or environment) beats the operator's
+/// `[models."name"]`; `None` leaves it to the built-in table.
+fn context_window(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> Option<u64> {
+    let model_name = model_name(args, kind);
     let unnamed_compatible_server = kind == ProviderKind::Openai && args.base_url.is_some() && args.model.is_none();
     args.context_window
         .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window))
@@ -410,12 +414,7 @@ fn context_window(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> 
 
 /// `--structured-output`, else the operator's `[models."name"] structured_output`, else auto.
 fn structured_output(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> StructuredOutputMode {
-    let model_name = args
-        .model
-        .as_deref()
-        .map(str::trim)
-        .filter(|model| !model.is_empty())
-        .unwrap_or_else(|| kind.default_model());
+    let model_name = model_name(args, kind);
     args.structured_output
         .or_else(|| {
             operator

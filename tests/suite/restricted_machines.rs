@@ -6,8 +6,9 @@
 //! - A GitHub-hosted Ubuntu 24.04 runner: a normal user, user namespaces refused.
 //! - An older or stripped kernel: the same, without Landlock.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::sandbox::{outputs, sandbox_of};
 use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, give_to, reply, run_replay, user_of};
 
 /// A runner's normal user (`nobody` here) on a kernel that refuses it user namespaces.
@@ -47,21 +48,6 @@ fn run_on(restrictions: &[&str], commands: &[&str], extra: &[&str]) -> RunOutput
     let mut flags = vec!["--task", "t", "--allow-dangerous-tools"];
     flags.extend_from_slice(extra);
     run_replay(Upkeep::on_restricted_machine(restrictions), &repo, &script, &flags)
-}
-
-fn sandbox_of(out: &RunOutput) -> Value {
-    out.events_of("run_started")
-        .first()
-        .map(|event| event["sandbox"].clone())
-        .unwrap_or(Value::Null)
-}
-
-fn outputs(out: &RunOutput) -> Vec<String> {
-    out.events_of("tool_result")
-        .iter()
-        .filter(|event| event["tool"] == "run_shell_command")
-        .map(|event| event["output"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 /// On a GitHub-hosted runner no network namespace can be made, and Landlock's TCP rules alone

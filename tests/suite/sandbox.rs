@@ -16,7 +16,7 @@ fn skip(reason: &str) {
     eprintln!("SKIP: {reason}");
 }
 
-fn sandbox_of(out: &RunOutput) -> Value {
+pub(super) fn sandbox_of(out: &RunOutput) -> Value {
     out.events_of("run_started")
         .first()
         .map(|event| event["sandbox"].clone())
@@ -24,7 +24,7 @@ fn sandbox_of(out: &RunOutput) -> Value {
 }
 
 /// The outputs of the run's `run_shell_command` calls, in order.
-fn outputs(out: &RunOutput) -> Vec<String> {
+pub(super) fn outputs(out: &RunOutput) -> Vec<String> {
     out.events_of("tool_result")
         .iter()
         .filter(|event| event["tool"] == "run_shell_command")
