@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use upkeep::repo::{CloneRequest, GitAuth, Stop, Workspace};
 
 use super::support::{RunOutput, Script, TestRepo, Upkeep, git, reply, run_replay};
 
@@ -214,5 +215,30 @@ fn a_command_cannot_write_into_the_source_objects_the_clone_reads() {
         "no object file of the source changed or went away"
     );
     assert!(!after.iter().any(|entry| entry.contains("planted")), "{after:?}");
-    let _ = git;
+}
+
+/// Continuous mode's refresh brings a shallow local clone to the source's new tip, still one
+/// commit deep, as a fresh clone would be.
+#[test]
+fn a_refreshed_local_clone_is_shallow_at_the_new_tip() {
+    let repo = long_history();
+    let request = CloneRequest::new(repo.path().display().to_string(), true);
+    let mut workspace = Workspace::clone_blocking(&request, &Stop::never()).expect("clone");
+    repo.write("src/new.txt", "new\n");
+    repo.commit("One more");
+    workspace
+        .refresh_blocking(&GitAuth::default(), &Stop::never())
+        .expect("refresh");
+    let git_dir = workspace.git_dir().to_str().expect("utf-8 path");
+    let history = |args: &[&str]| {
+        let mut full = vec!["--git-dir", git_dir];
+        full.extend_from_slice(args);
+        git(workspace.root(), &full)
+    };
+    assert_eq!(history(&["rev-parse", "HEAD"]), repo.git(&["rev-parse", "main"]));
+    assert_eq!(history(&["rev-list", "--count", "HEAD"]), "1");
+    assert_eq!(
+        std::fs::read_to_string(workspace.root().join("src/new.txt")).expect("refreshed file"),
+        "new\n"
+    );
 }
