@@ -61,6 +61,9 @@ fn main() {
     if args.get(1).is_some_and(|arg| arg == MEASURE_CHILD) {
         measure_child(&args[2..]);
     }
+    if args.get(1).is_some_and(|arg| arg == local::CLONE_CHILD) {
+        local::clone_child(&args[2..]);
+    }
     let temp = std::env::temp_dir();
     if let Some(wanted) = wanted_temp_dir().filter(|wanted| *wanted != temp) {
         rerun_with_temp_dir(&wanted, &args);
