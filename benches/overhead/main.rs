@@ -15,7 +15,10 @@
 //!   event of its trace, divided by the turns (and, as a cross-check, the run minus the same run
 //!   with no turns);
 //! - peak memory of that whole run (clone, prompt, turns), next to `git clone --depth 1`'s, and
-//!   `upkeep --version` start-up.
+//!   `upkeep --version` start-up;
+//! - local paths (`UPKEEP_BENCH_LOCAL=6k,100k`): a 6,000-commit repository and the 100k-file
+//!   one cloned from their path, against `git clone --depth 1 file://` and `git clone --local`
+//!   (`local.rs`).
 //!
 //! `UPKEEP_BENCH_SERVE=1` measures nothing: it serves the chosen sizes and prints their URLs
 //! until interrupted, for profiling a run by hand.
@@ -35,6 +38,7 @@
 mod git;
 #[path = "../../tests/suite/support/git_http/mod.rs"]
 mod git_http;
+mod local;
 #[path = "../support/measure.rs"]
 mod measure;
 mod measurements;
@@ -46,15 +50,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use local::{bench_local, local_sizes};
 use measure::{MEASURE_CHILD, env_number, machine, measure_child};
 use measurements::{bench_size, bench_startup, serve_copy};
-use output::report;
+use output::{report, report_local};
 use repo::{SIZES, Size, bench_repo};
 
 fn main() {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).is_some_and(|arg| arg == MEASURE_CHILD) {
         measure_child(&args[2..]);
+    }
+    if args.get(1).is_some_and(|arg| arg == local::CLONE_CHILD) {
+        local::clone_child(&args[2..]);
     }
     let temp = std::env::temp_dir();
     if let Some(wanted) = wanted_temp_dir().filter(|wanted| *wanted != temp) {
@@ -99,6 +107,14 @@ fn main() {
     }
     let startup = bench_startup(runs.max(20));
     report(&results, startup, turns);
+
+    let local = std::env::var("UPKEEP_BENCH_LOCAL").unwrap_or_else(|_| "6k,100k".into());
+    let mut local_results = Vec::new();
+    for size in local_sizes(&local) {
+        let source = bench_repo(size);
+        local_results.push(bench_local(size, &source, runs));
+    }
+    report_local(&local_results);
 }
 
 /// Where clones go: `UPKEEP_BENCH_TMPDIR`, else `/dev/shm` when there is one. File creation on

@@ -226,12 +226,12 @@ fn dirty_like_a_cycle(root: &Path, run: usize) {
 }
 
 /// A replay script: `turns` replies that each read README.md, then `finish{no_tasks}`.
-struct Script {
+pub struct Script {
     dir: tempfile::TempDir,
 }
 
 impl Script {
-    fn new(turns: usize) -> Self {
+    pub fn new(turns: usize) -> Self {
         let dir = tempfile::tempdir().expect("tempdir for the script");
         let read = serde_json::json!({"plan": "read", "tool_calls": [
             {"tool_name": "read_file", "arguments": {"path": "README.md"}}
@@ -255,14 +255,15 @@ impl Script {
     }
 }
 
-struct UpkeepRun {
-    elapsed: Duration,
-    peak_kib: u64,
-    per_turn: Duration,
+pub struct UpkeepRun {
+    pub elapsed: Duration,
+    pub peak_kib: u64,
+    pub per_turn: Duration,
 }
 
-/// Runs `upkeep run` over HTTP with a replay script (events to a trace file), measured.
-fn run_upkeep(url: &str, script: &Script, max_turns: usize) -> UpkeepRun {
+/// Runs `upkeep run` on `url` (over HTTP, or a local path) with a replay script (events to a
+/// trace file), measured.
+pub fn run_upkeep(url: &str, script: &Script, max_turns: usize) -> UpkeepRun {
     let home = tempfile::tempdir().expect("tempdir for HOME and TMPDIR");
     let trace = home.path().join("trace.jsonl");
     let mut command = Command::new(env!("CARGO_BIN_EXE_upkeep"));
@@ -299,16 +300,16 @@ fn run_upkeep(url: &str, script: &Script, max_turns: usize) -> UpkeepRun {
     }
 }
 
-struct Measured {
-    elapsed: Duration,
-    peak_kib: u64,
-    code: i32,
-    stderr: String,
+pub struct Measured {
+    pub elapsed: Duration,
+    pub peak_kib: u64,
+    pub code: i32,
+    pub stderr: String,
 }
 
 /// Runs `command` through the measuring wrapper: wall time, peak resident set (the largest of
 /// its processes), exit code, stderr. `clear_env`: the command sees only the variables set on it.
-fn measured(command: &Command, clear_env: bool) -> Measured {
+pub fn measured(command: &Command, clear_env: bool) -> Measured {
     let mut wrapper = Command::new(std::env::current_exe().expect("path of this benchmark"));
     wrapper
         .arg(MEASURE_CHILD)

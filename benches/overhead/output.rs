@@ -6,6 +6,7 @@ use std::time::Duration;
 use upkeep::agent::budget::estimate_tokens;
 use upkeep::agent::file_tree::DEFAULT_TREE_BUDGET;
 
+use crate::local::LocalResult;
 use crate::measurements::SizeResult;
 
 /// Goals from the issue; the benchmark prints PASS/MISS for each.
@@ -14,6 +15,10 @@ const REFRESH_RATIO_GOAL: f64 = 1.2;
 const TURN_GOAL: Duration = Duration::from_millis(5);
 /// Read strictly: 100 MB = 100 * 10^6 bytes (95.4 MiB).
 const PEAK_MEMORY_GOAL_BYTES: f64 = 100e6;
+/// A local path is cloned within this factor of `git clone --depth 1 file://`'s time...
+const LOCAL_CLONE_RATIO_GOAL: f64 = 1.5;
+/// ...and a whole run on it peaks within this factor of that clone's memory.
+const LOCAL_MEMORY_RATIO_GOAL: f64 = 2.0;
 /// The two refresh cases, in the order of [`SizeResult::refresh`].
 const REFRESH_CASES: [&str; 2] = ["unchanged", "moved"];
 
@@ -163,4 +168,52 @@ pub fn report(results: &[SizeResult], startup: Duration, turns: usize) {
         ),
         None => println!("- SKIP peak memory on the 100k-file repository: 100k not in UPKEEP_BENCH_SIZES"),
     }
+}
+
+pub fn report_local(results: &[LocalResult]) {
+    if results.is_empty() {
+        return;
+    }
+    println!();
+    println!("## Local paths (depth 1, from the repository on disk)");
+    println!();
+    println!(
+        "| repository | files | commits | upkeep clone | git clone --depth 1 file:// | ratio | git clone --local | upkeep clone, peak memory | git clone --depth 1's peak | ratio | whole run, peak memory |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in results {
+        println!(
+            "| {} | {} | {} | {} | {} | {:.2}x | {} | {} | {} | {:.2}x | {} |",
+            r.name,
+            r.files,
+            r.commits,
+            ms(r.upkeep),
+            ms(r.git_depth_1),
+            ratio(r.upkeep, r.git_depth_1),
+            ms(r.git_local),
+            memory(r.clone_peak_kib),
+            memory(r.git_peak_kib),
+            memory_ratio(r),
+            memory(r.run_peak_kib)
+        );
+    }
+    println!();
+    for r in results {
+        let time = ratio(r.upkeep, r.git_depth_1);
+        println!(
+            "- {} local clone within {LOCAL_CLONE_RATIO_GOAL}x of git clone --depth 1 file:// [{}]: {time:.2}x",
+            verdict(time <= LOCAL_CLONE_RATIO_GOAL),
+            r.name
+        );
+        println!(
+            "- {} local clone's peak memory within {LOCAL_MEMORY_RATIO_GOAL}x of git clone --depth 1 file://'s [{}]: {:.2}x",
+            verdict(memory_ratio(r) <= LOCAL_MEMORY_RATIO_GOAL),
+            r.name,
+            memory_ratio(r)
+        );
+    }
+}
+
+fn memory_ratio(r: &LocalResult) -> f64 {
+    r.clone_peak_kib as f64 / (r.git_peak_kib as f64).max(1.0)
 }

@@ -146,6 +146,14 @@ pub(super) fn fetch_branch(
             repo.reference(&tracking, tip, true, "upkeep: refresh (unchanged)")?;
             return Ok(Fetched { branch, tip });
         }
+        // A local clone reads the source's objects (`local_clone`): the tip is there already, and
+        // only the history's depth and the tags are the fetch's to set.
+        if spec.is_local && repo.odb()?.exists(tip) {
+            drop(connection);
+            super::local_clone::adopt(repo, &heads, tip, spec.depth)?;
+            repo.reference(&tracking, tip, true, "upkeep: fetch (objects shared with the source)")?;
+            return Ok(Fetched { branch, tip });
+        }
         let remote = connection.remote();
         let mut callbacks = credential_callbacks(&attempts);
         callbacks.transfer_progress(|_| !stop.is_stopped());
@@ -154,7 +162,8 @@ pub(super) fn fetch_branch(
         options.remote_callbacks(callbacks);
         options.download_tags(git2::AutotagOption::Auto);
         // Shallow fetches only over a network transport: libgit2's local transport cannot make
-        // them, and a local repository's history is already on disk.
+        // them (a local clone shares the source's objects instead, above, and gets here only if
+        // the source's tip is not among them).
         if spec.depth > 0 && !spec.is_local {
             options.depth(i32::try_from(spec.depth).unwrap_or(i32::MAX));
         }

@@ -49,8 +49,8 @@ const WIND_DOWN: Duration = Duration::from_secs(3);
 pub struct CloneRequest {
     /// The repository URL (or local path) exactly as the operator gave it.
     pub url: String,
-    /// Local paths use libgit2's local transport, which cannot make shallow clones; their
-    /// history is already on disk, so a full clone costs little.
+    /// A local path: the clone shares its objects read-only instead of fetching them (see
+    /// `local_clone.rs`), shallow at `depth` all the same.
     pub is_local: bool,
     pub base: Option<String>,
     /// 0 = full history.
@@ -167,8 +167,12 @@ impl Workspace {
         super::cleanup::create_private_dir(&layout.git_dir)?;
         let mut options = git2::RepositoryInitOptions::new();
         options.bare(true).external_template(false).mkpath(false);
-        let repo = Repository::init_opts(&layout.git_dir, &options)?;
-        repo.set_workdir(&layout.root, false)?;
+        drop(Repository::init_opts(&layout.git_dir, &options)?);
+        if request.is_local {
+            super::local_clone::share_objects(&layout.git_dir, Path::new(&request.url))?;
+        }
+        // Opened after the alternates file is written, so its object database reads it.
+        let repo = open_layout(&layout)?;
 
         let transfer = Transfer::new(
             &request.url,

@@ -7,6 +7,8 @@
 //! - [`git`]: the [`Workspace`] (clone, commit, diff, push) with its git directory outside the
 //!   work tree; `refresh.rs` (continuous mode's fresh copy in place), `checkout.rs` and
 //!   `fetch.rs` are its parts.
+//! - `local_clone.rs`: a local path cloned by sharing its objects read-only, shallow at
+//!   `--depth`, instead of repacking its history.
 //! - [`source`]: the operator's local repository that the `local` forge writes bot branches to;
 //!   [`questions`]: the questions the bot asked there, kept in its git config.
 //! - `continuation.rs`: a cycle that goes on from a bot branch the remote has (a review
@@ -32,6 +34,7 @@ pub mod fs;
 mod gate_error;
 pub mod git;
 mod layout;
+mod local_clone;
 pub mod path;
 mod publish;
 pub mod questions;
