@@ -61,6 +61,25 @@ pub(super) fn share_objects(git_dir: &Path, source: &Path) -> Result<(), Workspa
     Ok(())
 }
 
+impl super::Workspace {
+    /// The object directories this clone borrows from a local source (its alternates file, which
+    /// only [`share_objects`] writes): commands must be able to read them for `git log` and
+    /// `git show` to work, read-only like the clone's own git directory. Empty for a clone of a
+    /// URL. The source's own alternates are not followed here.
+    pub fn shared_objects(&self) -> Vec<std::path::PathBuf> {
+        let alternates = self.git_dir().join("objects").join("info").join("alternates");
+        std::fs::read(alternates)
+            .map(|text| {
+                text.split(|byte| *byte == b'\n')
+                    .filter(|line| !line.is_empty())
+                    .map(|line| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(line)))
+                    .filter(|path| path.is_absolute())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// After the clone learned that the source's `tip` is `branch`'s tip (its objects are shared,
 /// nothing to download): cuts the clone's history at `depth` commits from `tip` (0 = none), and
 /// adds the advertised tags that point into that history, as a fetch that follows tags would.

@@ -42,8 +42,13 @@ pub fn command_spec(
         sandbox: Some(SandboxPolicy {
             writable: vec![ctx.workspace.root().to_owned(), ctx.workspace.scratch().to_owned()],
             // The system and toolchains, and of the machine's temporary space only the clone's
-            // own history (read-only).
-            readable: readable_paths(&[ctx.workspace.git_dir().to_owned()]),
+            // own history (read-only): its git directory and, for a local source, the object
+            // directory it shares with the source.
+            readable: readable_paths(
+                &std::iter::once(ctx.workspace.git_dir().to_owned())
+                    .chain(ctx.workspace.shared_objects())
+                    .collect::<Vec<_>>(),
+            ),
             plan,
             limits: settings.limits,
         }),
