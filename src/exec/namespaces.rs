@@ -14,7 +14,7 @@
 //! down; it is brought up through rtnetlink.
 //!
 //! `/proc`: a PID namespace alone keeps the host's `/proc`, which lists every process of the
-//! machine and their command lines. Where the plan says [`Proc::Private`], the supervisor also
+//! machine and their command lines. Where the plan says `Proc::Private`, the supervisor also
 //! makes a mount namespace (every mount in it private, so nothing propagates to the host) and
 //! hands the one capability needed to mount (`CAP_SYS_ADMIN`, of its own user namespace when
 //! there is one) to the confinement stage through the inheritable and ambient sets; that

@@ -290,7 +290,7 @@ pub fn postable(model_text: &str) -> String {
 }
 
 /// The body a pull request and its commit carry: closing references the model wrote to
-/// anything but the issue worked made inert ([`closing::neutralise`]), and `Closes #N` added
+/// anything but the issue worked made inert (`closing::neutralise`), and `Closes #N` added
 /// when the body does not already close the issue with a closing keyword: GitHub closes an
 /// issue on merge only for `close`/`fix`/`resolve` (and their forms) before `#N`, so a body that
 /// merely mentions `#N` still needs the line.

@@ -8,7 +8,7 @@
 //! `description`, so the model still reads them and the tools still validate them on arrival.
 //!
 //! Some servers (older models, OpenAI-compatible local servers) refuse structured output
-//! altogether. [`StructuredOutput`] remembers that for the rest of the run, so the provider
+//! altogether. [`super::reply_form::StructuredOutput`] remembers that for the rest of the run, so the provider
 //! falls back to JSON in plain text (read by the agent's lenient parser) instead of failing
 //! every call.
 

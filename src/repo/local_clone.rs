@@ -63,7 +63,7 @@ pub(super) fn share_objects(git_dir: &Path, source: &Path) -> Result<(), Workspa
 
 impl super::Workspace {
     /// The object directories this clone borrows from a local source (its alternates file, which
-    /// only [`share_objects`] writes): commands must be able to read them for `git log` and
+    /// only `share_objects` writes): commands must be able to read them for `git log` and
     /// `git show` to work, read-only like the clone's own git directory. Empty for a clone of a
     /// URL. The source's own alternates are not followed here.
     pub fn shared_objects(&self) -> Vec<std::path::PathBuf> {

@@ -19,7 +19,7 @@
 //!
 //! Guarantees: decoding never yields U+FFFD for a byte (only a U+FFFD the file really holds);
 //! encoding never substitutes a character, it names the first one the encoding cannot hold;
-//! [`DecodedText::round_trips`] says whether writing the decoded text back gives the very same
+//! `DecodedText::round_trips` says whether writing the decoded text back gives the very same
 //! bytes (some legacy encodings have two byte sequences for one character).
 
 use encoding_rs::{DecoderResult, EncoderResult, Encoding, GB18030, UTF_8, UTF_16BE, UTF_16LE, WINDOWS_1252};

@@ -65,6 +65,8 @@ fn on_a_runner_without_user_namespaces_commands_get_no_udp_no_tcp_and_no_writes_
     assert_eq!(sandbox["network"], "seccomp-and-landlock-tcp", "{sandbox}");
     assert_eq!(sandbox["filesystem"], "landlock", "{sandbox}");
     assert_eq!(sandbox["cleanup"], "subreaper", "{sandbox}");
+    // No mount namespace without a user namespace: the report says commands see the host's /proc.
+    assert_eq!(sandbox["proc"], "host", "{sandbox}");
     assert_eq!(
         sandbox["limits"]["processes_enforced_by"], "rlimit-per-user",
         "{sandbox}"
