@@ -8,7 +8,8 @@
 //! findings in a section of its body, and the cycle reports them. A change that already passed
 //! is not reviewed again (a second call after a failed push). The reviewer's answer is model
 //! output: it is validated (schema, then [`read_verdict`]); a reviewer that gives no usable
-//! verdict does not hold the work back, and the body says the review did not complete.
+//! verdict fails its round like a `fail` (a weak reviewer spending its turns lets nothing
+//! through), and after the last round the body says the review did not complete.
 
 use sha2::{Digest, Sha256};
 
@@ -83,13 +84,20 @@ async fn approve(level: &Level<'_, '_>, proposal: &Proposal<'_>, ctx: &ToolConte
     } else if settings.review {
         let verdict = match ask_reviewer(level, proposal, &diff, ctx).await? {
             Ok(verdict) => verdict,
+            // No verdict is a failed round, not a pass: a weak reviewer that spends its turns
+            // must not let any change through.
             Err(reason) => {
                 level.emit(Event::Review {
                     verdict: "none".into(),
                     findings: vec![reason.clone()],
                     round,
-                    opened_anyway: true,
+                    opened_anyway: last,
                 });
+                if !last {
+                    return Err(ToolError::model(format!(
+                        "the review gave no verdict (round {round} of {max}): {reason}. Nothing was committed or pushed; the change is still in the clone. Call create_pull_request again for another review; if round {max} gives no verdict either, the pull request opens with that said in its body."
+                    )));
+                }
                 let findings = vec![format!("the automatic review gave no verdict: {reason}")];
                 return Ok(open_with(level, findings, &[], round));
             }

@@ -244,19 +244,27 @@ fn after_max_reviews_the_pull_request_opens_with_the_unresolved_findings() {
     assert!(out.stderr.contains("1 unresolved review finding"), "{}", out.stderr);
 }
 
+/// A reviewer (the same weak model) that spent its turns without a verdict let the change through
+/// at once, and the message said the review rounds were spent after round 1 of 2. No verdict is
+/// now a failed round: nothing is pushed, the model is told and may ask again, and only after
+/// the last round does the pull request open, with the missing verdict said in its body.
 #[test]
-fn a_reviewer_without_a_verdict_does_not_hold_the_work_back() {
+fn a_reviewer_without_a_verdict_fails_its_round() {
     let config = OperatorConfig::new(
         "[[agents]]\nname = \"reviewer\"\ndescription = \"Reviews\"\ninstructions = \"Review.\"\ntools = [\"read_file\"]\nmax_turns = 1\n",
     );
     let repo = TestRepo::new();
+    let no_verdict = || reply("read", &[("read_file", json!({"path": "NOTES.md"}))]);
+    let propose_again = reply(
+        "ask again",
+        &[("create_pull_request", json!({"title": TITLE, "body": "Adds notes."}))],
+    );
     let script = Script::from_lines(
         [
             line("root", write_and_propose("NOTES.md", "notes\n")),
-            line(
-                "root>reviewer",
-                reply("read", &[("read_file", json!({"path": "NOTES.md"}))]),
-            ),
+            line("root>reviewer", no_verdict()),
+            line("root", propose_again),
+            line("root>reviewer", no_verdict()),
             line("root", finish("completed")),
         ]
         .into_iter(),
@@ -268,7 +276,20 @@ fn a_reviewer_without_a_verdict_does_not_hold_the_work_back() {
         &["--task", "t", "--config", &config.arg()],
     );
     out.assert_code(0);
-    assert_eq!(out.events_of("review")[0]["verdict"], "none");
+    let proposals = out.results_of("create_pull_request");
+    assert_eq!(proposals.len(), 2, "{}", out.stdout);
+    assert_eq!(proposals[0]["ok"], false, "round 1 without a verdict holds the change");
+    assert!(
+        proposals[0]["output"]
+            .as_str()
+            .is_some_and(|output| output.contains("the review gave no verdict (round 1 of 2)")),
+        "{}",
+        proposals[0]
+    );
+    let reviews = out.events_of("review");
+    assert_eq!(reviews.len(), 2);
+    assert!(reviews[0].get("opened_anyway").is_none(), "{}", reviews[0]);
+    assert_eq!(reviews[1]["opened_anyway"], true);
     let body = repo.description(&the_branch(&out));
     assert!(
         body.contains("the automatic review gave no verdict: the reviewer used its 1 turns"),
