@@ -142,6 +142,7 @@ enum Outcome {
     OutsideSchedule,
     Question,
     Limit,
+    Stuck,
     Error,
     UsageError,
     Interrupted,
@@ -150,7 +151,7 @@ enum Outcome {
 }
 
 impl Outcome {
-    const ALL: [Outcome; 14] = [
+    const ALL: [Outcome; 15] = [
         Outcome::PullRequest,
         Outcome::Completed,
         Outcome::NoTasks,
@@ -160,6 +161,7 @@ impl Outcome {
         Outcome::OutsideSchedule,
         Outcome::Question,
         Outcome::Limit,
+        Outcome::Stuck,
         Outcome::Error,
         Outcome::UsageError,
         Outcome::Interrupted,
@@ -179,6 +181,7 @@ impl Outcome {
             Outcome::OutsideSchedule => "outside_schedule",
             Outcome::Question => "question",
             Outcome::Limit => "limit",
+            Outcome::Stuck => "stuck",
             Outcome::Error => "error",
             Outcome::UsageError => "usage_error",
             Outcome::Interrupted => "interrupted",
@@ -203,6 +206,7 @@ impl Outcome {
             Outcome::OutsideSchedule => "held back: outside its schedule",
             Outcome::Question => "has a question for a human",
             Outcome::Limit => "stopped: a budget cut the cycle short",
+            Outcome::Stuck => "stopped: the model repeated the same failing call",
             Outcome::Error => "failed",
             Outcome::UsageError => "could not start: configuration error",
             Outcome::Interrupted => "was interrupted",

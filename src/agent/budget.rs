@@ -32,6 +32,14 @@ pub enum Limit {
         window: u64,
         needed: u64,
     },
+    /// The model made the same failing call `times` times in a row (`agent::stuck`); `unusable`
+    /// of its `replies` in the cycle could not be used at all.
+    Stuck {
+        tool: String,
+        times: u32,
+        unusable: u32,
+        replies: u32,
+    },
 }
 
 impl std::fmt::Display for Limit {
@@ -63,6 +71,25 @@ impl std::fmt::Display for Limit {
                 f,
                 "the next request does not fit the model's context window of {window} tokens even with every older tool result masked (about {needed} tokens needed with the reply); raise --context-window if the model holds more"
             ),
+            Limit::Stuck {
+                tool,
+                times,
+                unusable,
+                replies,
+            } => {
+                write!(
+                    f,
+                    "stuck: the model made the same failing {tool} call {times} times in a row; {unusable} of its {replies} replies in this cycle could not be used"
+                )?;
+                if unusable.saturating_mul(2) > *replies {
+                    write!(
+                        f,
+                        "; most replies were unusable: a stronger model is likely to do better"
+                    )
+                } else {
+                    write!(f, "; a stronger model, or a task said more precisely, may do better")
+                }
+            }
         }
     }
 }

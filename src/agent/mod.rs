@@ -31,6 +31,7 @@ pub mod file_tree;
 pub(crate) mod markdown_headings;
 pub mod prompt;
 pub mod protocol;
+mod stuck;
 pub mod template;
 pub mod usage;
 
@@ -186,6 +187,7 @@ impl Agent<'_> {
         // Pull requests this cycle opened or updated; `opened` keeps them for the run summary
         // whichever way the cycle ends (a question or a budget after a pull request included).
         let first_of_cycle = opened.len();
+        let mut repeats = stuck::Repeats::default();
         let mut turn = 0;
         loop {
             if turn >= self.max_turns {
@@ -211,6 +213,7 @@ impl Agent<'_> {
                             reason: String::from("cut off at the output length limit"),
                         },
                     );
+                    repeats.unusable_reply();
                     history.push_reply(UNUSABLE_REPLY_PLACEHOLDER.to_owned());
                     history.push_note(
                         json!({
@@ -233,6 +236,7 @@ impl Agent<'_> {
                         },
                     );
                     // Never the reply itself: a weak model copies whatever stands for its reply.
+                    repeats.unusable_reply();
                     history.push_reply(UNUSABLE_REPLY_PLACEHOLDER.to_owned());
                     history.push_note(redactor.redact(
                         &json!({"error": format!("Your reply could not be used: {error}"), "expected_shape": EXPECTED_SHAPE})
@@ -252,9 +256,12 @@ impl Agent<'_> {
                     },
                 );
             }
-            let (results, end) = self.run_batch(&call, &reply, ctx, opened, first_of_cycle).await?;
+            let (mut results, end) = self.run_batch(&call, &reply, ctx, opened, first_of_cycle).await?;
             if let Some(end) = end {
                 return Ok(end);
+            }
+            if let Some(stuck) = repeats.after(&mut results) {
+                return Ok(AgentEnd::Limit(stuck));
             }
             history.push_results(results);
         }

@@ -313,11 +313,15 @@ impl Runner<'_> {
             }
             CycleOutcome::Limit(limit) => {
                 self.events.alert(&format!("upkeep: stopped: {limit}"));
-                if let Limit::Turns(_) = limit {
-                    self.events
-                        .alert("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
+                match limit {
+                    Limit::Turns(_) => {
+                        self.events
+                            .alert("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
+                        RunEnd::Limit
+                    }
+                    Limit::Stuck { .. } => RunEnd::Stuck,
+                    _ => RunEnd::Limit,
                 }
-                RunEnd::Limit
             }
         }
     }

@@ -76,6 +76,8 @@ pub(super) enum RunEnd {
     MaxCycles,
     Question,
     Limit,
+    /// The model made the same failing call five times in a row (exit 4, like a budget).
+    Stuck,
     /// A fleet limit or the schedule held the cycle back before any model call (exit 0).
     Held(HeldBy),
 }
@@ -90,6 +92,7 @@ impl RunEnd {
             RunEnd::MaxCycles => "max_cycles",
             RunEnd::Question => "question",
             RunEnd::Limit => "limit",
+            RunEnd::Stuck => "stuck",
         }
     }
 
@@ -99,7 +102,7 @@ impl RunEnd {
                 ExitStatus::Done
             }
             RunEnd::Question => ExitStatus::Question,
-            RunEnd::Limit => ExitStatus::Budget,
+            RunEnd::Limit | RunEnd::Stuck => ExitStatus::Budget,
         }
     }
 }

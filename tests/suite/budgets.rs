@@ -275,3 +275,39 @@ async fn usage_larger_than_the_request_could_hold_is_clamped_and_never_wraps() {
     let total = &out.events_of("run_finished")[0]["usage"];
     assert!(total["input_tokens"].as_u64() <= Some(2 * 1_047_576), "{total}");
 }
+
+/// A weak model repeated the same failing call 16 to 18 times in a row, each a turn, and the
+/// closing hint said to raise --max-turns. The third identical failure now tells the model so,
+/// and the fifth ends the cycle with outcome `stuck` (exit 4), naming the unusable replies.
+#[test]
+fn the_same_failing_call_five_times_ends_the_cycle_as_stuck() {
+    let repo = super::support::TestRepo::new();
+    let missing = || super::support::reply("read it", &[("read_file", serde_json::json!({"path": "missing.rs"}))]);
+    let mut replies: Vec<String> = (0..5).map(|_| missing()).collect();
+    replies.insert(2, "not json at all".to_owned());
+    replies.push(super::support::finish("completed"));
+    let out = super::support::run_local(&repo, &super::support::Script::new(&replies), &["--task", "t"]);
+    out.assert_code(4);
+    let results = out.results_of("read_file");
+    assert_eq!(results.len(), 5, "no sixth turn: {}", out.stdout);
+    // What goes back to the model carries the note (agent::stuck's unit tests); people see it.
+    for times in [3, 4] {
+        assert!(
+            out.stderr.contains(&format!(
+                "the same failing read_file call {times} times in a row; it is told"
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(!out.stderr.contains("call 2 times in a row"), "{}", out.stderr);
+    let finished = &out.events_of("run_finished")[0];
+    assert_eq!(finished["outcome"], "stuck");
+    assert!(
+        out.stderr
+            .contains("the same failing read_file call 5 times in a row; 1 of its 6 replies"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("raise --max-turns"), "{}", out.stderr);
+}
