@@ -39,6 +39,9 @@ pub struct PullRequestDraft {
     /// question on an issue that has one): the branch is pushed only as a fast-forward of what
     /// the forge has, and the pull request's title and description stay as they are.
     pub follow_up: Option<u64>,
+    /// The review did not pass within `--max-reviews` rounds: the pull request opens as a draft
+    /// (where the forge has drafts), its body listing the unresolved findings.
+    pub unreviewed: bool,
 }
 
 /// A published (or, in a dry run, previewed) pull request.

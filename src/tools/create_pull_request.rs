@@ -97,10 +97,10 @@ impl Tool for CreatePullRequest {
         };
         // The findings go into the pull request's body, where reviewers read them; the commit
         // message keeps the description alone.
-        let body = match approval {
-            super::delegate::Approval::Approved => body,
+        let (body, unreviewed) = match approval {
+            super::delegate::Approval::Approved => (body, false),
             super::delegate::Approval::OpenWithFindings { section } => {
-                format!("{}\n\n{}", body.trim_end(), posted_text(ctx, &section))
+                (format!("{}\n\n{}", body.trim_end(), posted_text(ctx, &section)), true)
             }
         };
         let draft = PullRequestDraft {
@@ -111,6 +111,7 @@ impl Tool for CreatePullRequest {
             issue,
             task_key,
             follow_up: ctx.continued.map(|continued| continued.number),
+            unreviewed,
         };
         match ctx.forge.publish(workspace, &draft).await {
             Ok(mut pull_request) => {

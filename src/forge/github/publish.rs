@@ -69,7 +69,8 @@ impl GitHubForge {
             "head": draft.branch,
             "base": draft.base,
             "body": body,
-            "draft": self.draft,
+            // A change the review did not pass opens as a draft, whatever `--draft` says.
+            "draft": self.draft || draft.unreviewed,
         });
         let answer = self
             .api

@@ -203,3 +203,74 @@ async fn a_rebuilt_branch_never_force_pushes_over_a_maintainers_commit() {
     assert!(hub.bot_branches().is_empty(), "nothing was pushed");
     assert!(hub.requests("PATCH", &format!("{PULLS}/42")).await.is_empty());
 }
+
+/// After `--max-reviews` rounds without a pass the pull request opened as a ready one, its
+/// unresolved findings only in the body. It now opens as a draft, so nobody merges a change the
+/// review did not pass by mistake; a passed review opens it ready, as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pull_request_the_review_did_not_pass_opens_as_a_draft() {
+    use super::super::support::agents::line;
+    let hub = GitHub::start().await;
+    hub.mount("GET", PULLS, ok(json!([]))).await;
+    hub.mount("GET", ISSUES, ok(json!([]))).await;
+    hub.mount(
+        "POST",
+        PULLS,
+        ResponseTemplate::new(201).set_body_json(pull_json(42, "upkeep/add-notes", "Add notes")),
+    )
+    .await;
+    let fail = |finding: &str| {
+        reply(
+            "verdict",
+            &[(
+                "complete_task",
+                json!({"answer": {"verdict": "fail", "findings": [finding]}}),
+            )],
+        )
+    };
+    let propose = || {
+        reply(
+            "propose",
+            &[(
+                "create_pull_request",
+                json!({"title": "Add notes", "body": "Adds notes."}),
+            )],
+        )
+    };
+    let script = Script::from_lines(
+        [
+            line(
+                "root",
+                reply(
+                    "write",
+                    &[("write_file", json!({"path": "NOTES.md", "content": "draft\n"}))],
+                ),
+            ),
+            line("root", propose()),
+            line("root>reviewer", fail("NOTES.md says draft")),
+            line("root", propose()),
+            line("root>reviewer", fail("NOTES.md still says draft")),
+            line(
+                "root",
+                reply("done", &[("finish", json!({"status": "completed", "summary": "s"}))]),
+            ),
+        ]
+        .into_iter(),
+    );
+    let out = hub
+        .upkeep(&["--task", "add notes", "--replay"])
+        .with_review()
+        .args([script.path()])
+        .run();
+    out.assert_code(0);
+    let posts = hub.requests("POST", PULLS).await;
+    assert_eq!(posts.len(), 1, "{}", out.stderr);
+    let sent = body_json(&posts[0]);
+    assert_eq!(sent["draft"], true, "{sent}");
+    assert!(
+        sent["body"]
+            .as_str()
+            .is_some_and(|body| body.contains("NOTES.md still says draft")),
+        "{sent}"
+    );
+}
