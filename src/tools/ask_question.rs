@@ -42,7 +42,7 @@ impl Tool for AskQuestion {
         // Where the question is posted is the run's decision, not the model's.
         let issue = ctx.targets.issue(args::optional_number(arguments, "issue")?)?;
         Ok(ToolOutput::EndCycle(CycleEnd::Question {
-            question: crate::forge::postable(&ctx.redactor.redact(question)),
+            question: ctx.postable(question),
             issue,
         }))
     }

@@ -38,8 +38,8 @@ impl Tool for CreatePullRequest {
         // anyone, and the title closes nothing (the body's closing references are settled by
         // `body_with_issue` wherever the body is sent).
         let written_title = ctx.redactor.redact(args::required_str(arguments, "title")?.trim());
-        let title = crate::forge::closing::neutralise(&posted_text(ctx, &written_title), None);
-        let body = posted_text(ctx, args::required_str(arguments, "body")?);
+        let title = crate::forge::closing::neutralise(&ctx.postable(&written_title), None);
+        let body = ctx.postable(args::required_str(arguments, "body")?);
         if title.is_empty() {
             return Err(ToolError::model("title is empty"));
         }
@@ -100,7 +100,7 @@ impl Tool for CreatePullRequest {
         let (body, unreviewed) = match approval {
             super::delegate::Approval::Approved => (body, false),
             super::delegate::Approval::OpenWithFindings { section } => {
-                (format!("{}\n\n{}", body.trim_end(), posted_text(ctx, &section)), true)
+                (format!("{}\n\n{}", body.trim_end(), ctx.postable(&section)), true)
             }
         };
         let draft = PullRequestDraft {
@@ -192,7 +192,7 @@ fn replies(arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<Vec<
                 }
             )));
         }
-        replies.push((id, posted_text(ctx, body)));
+        replies.push((id, ctx.postable(body)));
     }
     Ok(replies)
 }
@@ -218,12 +218,6 @@ async fn answer_review(
         Ok(posted) => pull_request.answers = posted,
         Err(error) => pull_request.answers = vec![format!("the review was not answered: {error}")],
     }
-}
-
-/// Model text the bot will post: secrets redacted, mentions and upkeep's own hidden markers made
-/// inert.
-fn posted_text(ctx: &ToolContext<'_>, text: &str) -> String {
-    crate::forge::postable(&ctx.redactor.redact(text))
 }
 
 fn fatal(error: WorkspaceError) -> ToolError {

@@ -112,6 +112,14 @@ pub struct ToolContext<'a> {
     pub agents: Option<&'a dyn delegate::SubAgents>,
 }
 
+impl ToolContext<'_> {
+    /// Model text the bot will post on the forge (a question, a pull request's title and body, a
+    /// review reply): secrets redacted, mentions and upkeep's own hidden markers made inert.
+    pub(crate) fn postable(&self, model_text: &str) -> String {
+        crate::forge::postable(&self.redactor.redact(model_text))
+    }
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
