@@ -38,11 +38,8 @@ pub enum Event {
         /// The branch pull requests target, as the first cycle's clone found it (`null` when the
         /// run ended before cloning: a pending question, a schedule).
         base: Option<String>,
-        /// Why that branch: `flag` (`--base` or `UPKEEP_BASE`), `operator_config`,
-        /// `repository_config` (`.upkeep.toml`), `pull_request` (a review follow-up works on its
-        /// pull request's base), `checked_out` (a local repository's checked-out branch) or
-        /// `remote_default` (the remote's default branch).
-        base_from: Option<&'static str>,
+        /// Why that branch.
+        base_from: Option<BaseOrigin>,
     },
     CycleStarted {
         base: String,
@@ -155,6 +152,39 @@ pub enum Event {
         cost_usd: f64,
         exit_code: u8,
     },
+}
+
+/// Why pull requests target the base they do (`run_started.base_from`), in the order the
+/// first cycle's clone chooses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaseOrigin {
+    /// `--base` or `UPKEEP_BASE`.
+    Flag,
+    /// `base` in the operator's `--config`.
+    OperatorConfig,
+    /// `base` in the repository's `.upkeep.toml`.
+    RepositoryConfig,
+    /// A review follow-up works on its pull request's base.
+    PullRequest,
+    /// A local repository's checked-out branch.
+    CheckedOut,
+    /// The remote's default branch.
+    RemoteDefault,
+}
+
+impl BaseOrigin {
+    /// The reason in words, for the line people read.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BaseOrigin::Flag => "--base",
+            BaseOrigin::OperatorConfig => "base in --config",
+            BaseOrigin::RepositoryConfig => "base in the repository's .upkeep.toml",
+            BaseOrigin::PullRequest => "the base of the pull request being followed up",
+            BaseOrigin::CheckedOut => "the branch checked out in the repository; --base picks another",
+            BaseOrigin::RemoteDefault => "the remote's default branch; --base picks another",
+        }
+    }
 }
 
 /// One call's usage in its `model_response` event: the counts, and `"estimated": true` when the

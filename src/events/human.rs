@@ -29,18 +29,6 @@ pub(super) fn under_agent(agent: Option<&str>, text: &str) -> String {
         .join("\n")
 }
 
-/// Why the base is what it is, in words, from `run_started.base_from`.
-fn describe_base_origin(from: &str) -> &'static str {
-    match from {
-        "flag" => "--base",
-        "operator_config" => "base in --config",
-        "repository_config" => "base in the repository's .upkeep.toml",
-        "pull_request" => "the base of the pull request being followed up",
-        "checked_out" => "the branch checked out in the repository; --base picks another",
-        _ => "the remote's default branch; --base picks another",
-    }
-}
-
 pub(super) fn render(scope: Scope, event: &Event) -> Option<String> {
     let turn = scope.turn.map(|t| format!("[turn {t}] ")).unwrap_or_default();
     Some(match event {
@@ -63,7 +51,7 @@ pub(super) fn render(scope: Scope, event: &Event) -> Option<String> {
                 (false, None) => String::new(),
             },
             match (base, base_from) {
-                (Some(base), Some(from)) => format!("\n  base: {base} ({})", describe_base_origin(from)),
+                (Some(base), Some(from)) => format!("\n  base: {base} ({})", from.describe()),
                 _ => String::new(),
             }
         ),

@@ -3,7 +3,7 @@
 //! it is removed, what it holds that no pull request carries reported and `--keep-clone` served.
 
 use crate::config::{ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
-use crate::events::{Event, Scope};
+use crate::events::{BaseOrigin, Event, Scope};
 use crate::repo::{CloneRequest, GitAuth, WorkTree, Workspace};
 
 use super::ending::RunError;
@@ -83,20 +83,20 @@ impl Runner<'_> {
 
     /// Why the first cycle's clone is on the base it is on, for `run_started.base_from`: the
     /// same order [`Self::prepare`] chooses in.
-    pub(super) fn base_origin(&self, workspace: &Workspace, settings: &RepoSettings) -> &'static str {
+    pub(super) fn base_origin(&self, workspace: &Workspace, settings: &RepoSettings) -> BaseOrigin {
         let config = self.config;
         if self.conversation.pull_request_base.is_some() {
-            "pull_request"
+            BaseOrigin::PullRequest
         } else if config.overrides.base.is_some() {
-            "flag"
+            BaseOrigin::Flag
         } else if config.operator.base.is_some() {
-            "operator_config"
+            BaseOrigin::OperatorConfig
         } else if settings.base.as_deref() == Some(workspace.base_branch()) {
-            "repository_config"
+            BaseOrigin::RepositoryConfig
         } else if matches!(config.source, RepoSource::Local(_)) {
-            "checked_out"
+            BaseOrigin::CheckedOut
         } else {
-            "remote_default"
+            BaseOrigin::RemoteDefault
         }
     }
 
