@@ -35,6 +35,16 @@ async fn on_event(
     upkeep.run_async().await
 }
 
+/// Runs the event against a model that would answer, and checks that no work started: exit 0,
+/// the model never asked.
+async fn starts_no_work(hub: &FakeGitHub, event: &str, payload: &Value, env: &[(&str, &str)]) -> RunOutput {
+    let server = model(&[finish("no_tasks")]).await;
+    let out = on_event(hub, &server, event, payload, env).await;
+    out.assert_code(0);
+    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    out
+}
+
 async fn model_was_called(server: &MockServer) -> bool {
     !server.received_requests().await.unwrap_or_default().is_empty()
 }
@@ -187,17 +197,7 @@ async fn the_bots_own_question_starts_no_run_when_its_token_belongs_to_a_collabo
     assert!(out.stderr.contains("upkeep's own"), "{}", out.stderr);
 
     // The same with the login in another case, as an operator may spell it.
-    let server = model(&[finish("no_tasks")]).await;
-    let out = on_event(
-        &hub,
-        &server,
-        "issue_comment",
-        &payload,
-        &[("UPKEEP_BOT_LOGIN", "Upkeep-Bot")],
-    )
-    .await;
-    out.assert_code(0);
-    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    starts_no_work(&hub, "issue_comment", &payload, &[("UPKEEP_BOT_LOGIN", "Upkeep-Bot")]).await;
     hub.assert_conformant();
 }
 
@@ -231,10 +231,7 @@ async fn the_bots_own_comment_mentioning_the_trigger_starts_no_follow_up() {
     issue["pull_request"] = json!({"url": "https://api.github.com/repos/owner/name/pulls/3",
         "html_url": "https://github.com/owner/name/pull/3", "diff_url": null, "patch_url": null});
     let payload = comment_payload(&hub, 3, comment, issue);
-    let server = model(&[finish("no_tasks")]).await;
-    let out = on_event(&hub, &server, "issue_comment", &payload, &[]).await;
-    out.assert_code(0);
-    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    let out = starts_no_work(&hub, "issue_comment", &payload, &[]).await;
     assert!(out.stderr.contains("upkeep's own"), "{}", out.stderr);
     hub.assert_conformant();
 }
@@ -254,10 +251,7 @@ async fn a_comment_made_in_the_same_second_before_the_question_does_not_answer_i
     );
     hub.add_issue_comment(7, BOT, "NONE", QUESTION, "2024-02-01T00:00:00Z");
     let payload = comment_payload(&hub, 7, early, rename_issue());
-    let server = model(&[finish("no_tasks")]).await;
-    let out = on_event(&hub, &server, "issue_comment", &payload, &[]).await;
-    out.assert_code(0);
-    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    starts_no_work(&hub, "issue_comment", &payload, &[]).await;
     hub.assert_conformant();
 }
 
@@ -422,17 +416,13 @@ async fn with_an_app_token_the_operators_bot_login_tells_the_apps_own_comments()
         "{message}"
     );
 
-    let server = model(&[finish("no_tasks")]).await;
-    let out = on_event(
+    starts_no_work(
         &hub,
-        &server,
         "issue_comment",
         &comment_payload(&hub, 7, question, rename_issue()),
         &login,
     )
     .await;
-    out.assert_code(0);
-    assert!(!model_was_called(&server).await, "{}", out.stderr);
     hub.assert_conformant();
 }
 
@@ -473,10 +463,7 @@ async fn the_bots_own_thread_reply_starts_no_follow_up() {
         "repository": repository(),
         "sender": user(BOT),
     });
-    let server = model(&[finish("no_tasks")]).await;
-    let out = on_event(&hub, &server, "pull_request_review_comment", &payload, &[]).await;
-    out.assert_code(0);
-    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    let out = starts_no_work(&hub, "pull_request_review_comment", &payload, &[]).await;
     assert!(out.stderr.contains("upkeep's own"), "{}", out.stderr);
     hub.assert_conformant();
 }
@@ -511,16 +498,6 @@ async fn an_event_is_not_judged_when_github_cannot_say_whose_token_it_is() {
     let mut issue = issue_json(3, "Add a greeting", "", &[], "2030-01-01T00:00:00Z");
     issue["pull_request"] = json!({"url": "https://api.github.com/repos/owner/name/pulls/3",
         "html_url": "https://github.com/owner/name/pull/3", "diff_url": null, "patch_url": null});
-    let server = model(&[finish("no_tasks")]).await;
-    let out = on_event(
-        &hub,
-        &server,
-        "issue_comment",
-        &comment_payload(&hub, 3, comment, issue),
-        &[],
-    )
-    .await;
-    out.assert_code(0);
-    assert!(!model_was_called(&server).await, "{}", out.stderr);
+    let out = starts_no_work(&hub, "issue_comment", &comment_payload(&hub, 3, comment, issue), &[]).await;
     assert!(out.stderr.contains("cannot tell which account"), "{}", out.stderr);
 }
