@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use upkeep::repo::{CloneRequest, Stop, Workspace};
 
-use crate::git::{git, git_command, path_str};
+use crate::git::{git, path_str};
 use crate::measure::median;
-use crate::measurements::{Script, measured, run_upkeep};
+use crate::measurements::{Script, git_clone_peak_kib, measured, run_upkeep};
 use crate::repo::{SIZES, Size};
 
 /// A long history over a few hundred files, like a mature project.
@@ -129,13 +129,7 @@ pub fn bench_local(size: &Size, cached: &Path, runs: usize) -> LocalResult {
         assert_eq!(clone.code, 0, "upkeep's clone failed: {}", clone.stderr);
         clone_peak_kib = clone_peak_kib.max(clone.peak_kib);
         run_peak_kib = run_peak_kib.max(run_upkeep(path_str(source), &none, 1).peak_kib);
-        let dir = scratch.path().join(format!("peak-{run}"));
-        let mut clone = git_command(scratch.path());
-        clone.args(["clone", "-q", "--depth", "1", &url]).arg(&dir);
-        let git_clone = measured(&clone, false);
-        assert_eq!(git_clone.code, 0, "git clone failed: {}", git_clone.stderr);
-        git_peak_kib = git_peak_kib.max(git_clone.peak_kib);
-        std::fs::remove_dir_all(&dir).expect("remove the git clone");
+        git_peak_kib = git_peak_kib.max(git_clone_peak_kib(scratch.path(), &url, run));
     }
     LocalResult {
         name: size.name,

@@ -129,13 +129,7 @@ pub fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> Size
         run_turns.push(full.elapsed);
         turn_times.push(full.per_turn);
         peak_kib = peak_kib.max(base.peak_kib).max(full.peak_kib);
-        let dir = scratch.path().join(format!("peak-{run}"));
-        let mut clone = git_command(scratch.path());
-        clone.args(["clone", "-q", "--depth", "1", &url]).arg(&dir);
-        let git_clone = measured(&clone, false);
-        assert_eq!(git_clone.code, 0, "git clone failed: {}", git_clone.stderr);
-        git_peak_kib = git_peak_kib.max(git_clone.peak_kib);
-        std::fs::remove_dir_all(&dir).expect("remove the git clone");
+        git_peak_kib = git_peak_kib.max(git_clone_peak_kib(scratch.path(), &url, run));
     }
     drop(server);
 
@@ -305,6 +299,18 @@ pub struct Measured {
     pub peak_kib: u64,
     pub code: i32,
     pub stderr: String,
+}
+
+/// The peak memory of `git clone --depth 1 URL` into a fresh directory of `scratch`: what
+/// upkeep's own clone is held against.
+pub fn git_clone_peak_kib(scratch: &Path, url: &str, run: usize) -> u64 {
+    let dir = scratch.join(format!("peak-{run}"));
+    let mut clone = git_command(scratch);
+    clone.args(["clone", "-q", "--depth", "1", url]).arg(&dir);
+    let git_clone = measured(&clone, false);
+    assert_eq!(git_clone.code, 0, "git clone failed: {}", git_clone.stderr);
+    std::fs::remove_dir_all(&dir).expect("remove the git clone");
+    git_clone.peak_kib
 }
 
 /// Runs `command` through the measuring wrapper: wall time, peak resident set (the largest of
