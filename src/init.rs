@@ -375,11 +375,8 @@ mod tests {
         assert_eq!(parsed.max_turns, Some(crate::config::DEFAULT_MAX_TURNS));
         assert_eq!(parsed.protected_paths, Some(vec!["LICENSE".to_owned()]));
         assert!(parsed.base.is_some() && parsed.instructions.is_some());
-        assert_eq!(parsed.pr_limit, Some(crate::fleet::limits::DEFAULT_PR_LIMIT));
-        assert_eq!(
-            parsed.pr_hourly_limit,
-            Some(crate::fleet::limits::DEFAULT_PR_HOURLY_LIMIT)
-        );
+        assert_eq!(parsed.pr_limit, Some(crate::limits::DEFAULT_PR_LIMIT));
+        assert_eq!(parsed.pr_hourly_limit, Some(crate::limits::DEFAULT_PR_HOURLY_LIMIT));
         assert!(parsed.schedule.is_some() && parsed.timezone.is_some());
         assert_eq!(parsed.dashboard, Some(false));
     }

@@ -34,7 +34,7 @@ impl Waiting {
 
     /// The reply is streaming in: `bytes` of it so far (shown as tokens, about four bytes each).
     pub fn received(&self, bytes: u64) {
-        let tokens = crate::agent::budget::estimate_tokens(usize::try_from(bytes).unwrap_or(usize::MAX));
+        let tokens = crate::text::estimate_tokens(usize::try_from(bytes).unwrap_or(usize::MAX));
         self.bar
             .set_message(format!("{}; receiving the reply: ~{tokens} tokens", self.message));
     }

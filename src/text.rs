@@ -185,6 +185,12 @@ fn at_reference_len(text: &str) -> Option<usize> {
     Some(if bytes.get(end) == Some(&b';') { end + 1 } else { end })
 }
 
+/// Rough token count of text (about four bytes a token for English and code), for figures
+/// that need no tokenizer; requests are estimated with [`crate::llm::tokens`].
+pub fn estimate_tokens(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,6 @@ use super::protocol::{self, ModelReply};
 use super::{Agent, AgentEnd, Call, CycleError};
 use crate::events::Event;
 use crate::forge::PullRequest;
-use crate::tools::delegate::SubAgents;
 use crate::tools::{Lookup, ToolContext, ToolError, ToolOutput};
 
 const SKIPPED_AFTER_FAILURE: &str = "skipped: not run because an earlier call in this reply failed";
@@ -42,7 +41,7 @@ impl Agent<'_> {
         let sub_agents = self
             .team
             .map(|team| team.level(self, call_of.exec, call_of.spend, call_of.turn));
-        let sub_agents = sub_agents.as_ref().map(|level| level as &dyn SubAgents);
+        let sub_agents = sub_agents.as_deref();
         let mut results = Vec::with_capacity(reply.tool_calls.len());
         let mut stopped: Option<String> = None;
         let mut end = None;

@@ -109,12 +109,6 @@ pub struct Budget {
     pub estimated_calls: u32,
 }
 
-/// Rough token count of text (about four bytes a token for English and code), for figures
-/// that need no tokenizer; requests are estimated with [`crate::llm::tokens`].
-pub fn estimate_tokens(bytes: usize) -> u64 {
-    (bytes as u64).div_ceil(4)
-}
-
 /// Assumed size of a reply before any has been seen.
 const FIRST_REPLY_ESTIMATE: u64 = 1_000;
 

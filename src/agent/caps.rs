@@ -1,7 +1,7 @@
 //! How much one reply may start: a cap on its calls and on its delegations, so that a single
 //! reply cannot fan out without bound (forty `delegate` calls would start forty sub-agents,
 //! each with its own turns). Together with the cycle-wide `--max-turns` (every model call of
-//! the cycle, sub-agents' and the reviewer's included; see `agents::context::Spend`) this
+//! the cycle, sub-agents' and the reviewer's included; see `agent::execution::Spend`) this
 //! bounds what one cycle can cost, whatever the model replies.
 
 /// The most calls one reply may make: a batch is a few reads and edits; this only stops one

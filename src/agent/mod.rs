@@ -14,18 +14,19 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::{ExecContext, Spend};
 use crate::events::{Event, EventSink, Scope};
 use crate::forge::PullRequest;
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{CacheHints, Completion, CompletionRequest, Provider, ProviderError, StopReason};
 use crate::tools::{CycleEnd, FinishStatus, ToolContext, ToolRegistry};
+use execution::{ExecContext, Spend};
 
 mod batch;
 pub mod budget;
 pub mod caps;
 mod condense;
 pub mod context;
+pub mod execution;
 pub mod file_tree;
 #[cfg(test)]
 pub(crate) mod markdown_headings;
@@ -81,7 +82,23 @@ pub struct Agent<'a> {
     /// `false` only for the `--full-history` benchmark knob.
     pub masking: bool,
     /// The cycle's sub-agents, reviewer and checks; `None` runs without them.
-    pub team: Option<&'a crate::agents::Team<'a>>,
+    pub team: Option<&'a dyn Delegation>,
+}
+
+/// The cycle's sub-agents, reviewer and checks as the turn loop sees them (implemented by
+/// [`crate::agents::Team`]), so the loop runs them without depending on how they are built.
+pub trait Delegation: Sync {
+    /// What the tools of `agent`'s current turn reach: `delegate` and the gate before a push.
+    fn level<'s, 'b>(
+        &'s self,
+        agent: &'s Agent<'s>,
+        exec: &'s ExecContext,
+        spend: &'s Spend<'b>,
+        turn: u32,
+    ) -> Box<dyn crate::tools::delegate::SubAgents + 's>;
+
+    /// The price of `model` where the cycle's prices name it.
+    fn price_of(&self, model: &str) -> Option<crate::config::Price>;
 }
 
 /// The turn being worked: who works it and what it spends.

@@ -10,12 +10,12 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::catalogue::AgentDefinition;
-use super::context::{ExecContext, Spend};
 use super::prompt;
 use super::team::Team;
 use crate::agent::budget::Limit;
-use crate::agent::{Agent, AgentEnd, CycleError};
+use crate::agent::execution::{ExecContext, Spend};
+use crate::agent::{Agent, AgentEnd, CycleError, Delegation};
+use crate::config::agent_catalogue::AgentDefinition;
 use crate::events::{Event, Scope};
 use crate::tools::delegate::{Approval, Proposal, SubAgents};
 use crate::tools::spec::reply_schema;
@@ -31,22 +31,26 @@ pub struct Level<'s, 'b> {
     pub(super) turn: u32,
 }
 
-impl<'a> Team<'a> {
+impl Delegation for Team<'_> {
     /// What the tools of `agent`'s turn `turn` get: its context, sub-agents and the gate.
-    pub fn level<'s, 'b>(
+    fn level<'s, 'b>(
         &'s self,
         agent: &'s Agent<'s>,
         exec: &'s ExecContext,
         spend: &'s Spend<'b>,
         turn: u32,
-    ) -> Level<'s, 'b> {
-        Level {
+    ) -> Box<dyn SubAgents + 's> {
+        Box::new(Level {
             team: self,
             agent,
             exec,
             spend,
             turn,
-        }
+        })
+    }
+
+    fn price_of(&self, model: &str) -> Option<crate::config::Price> {
+        Team::price_of(self, model)
     }
 }
 
@@ -123,10 +127,6 @@ fn delegate_result(name: &str, end: AgentEnd) -> Result<String, ToolError> {
 
 #[async_trait]
 impl SubAgents for Level<'_, '_> {
-    fn context(&self) -> &ExecContext {
-        self.exec
-    }
-
     async fn delegate(&self, agent: &str, task: &str, ctx: &ToolContext<'_>) -> Result<String, ToolError> {
         let max = self.team.settings.max_depth;
         if self.exec.depth() >= max {

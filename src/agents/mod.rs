@@ -12,29 +12,25 @@
 //! - **One execution context.** Every model call and tool call carries the run's trace id, the
 //!   depth and the agent path (`root>explorer`, [`context::ExecContext`]); events carry the path
 //!   as `agent`. `--max-depth` bounds nesting; every level spends from the run's one budget
-//!   ([`context::Spend`]) and stops on the run's one cancellation token.
+//!   ([`crate::agent::execution::Spend`]) and stops on the run's one cancellation token.
 //! - **Validated answers.** A structured answer (the reviewer's verdict, or an `[[agents]]`
 //!   entry's `output_schema`) is checked against its JSON schema; one that does not match goes
-//!   back to the sub-agent to fix ([`answer`]). Model output is never trusted to be well-formed.
+//!   back to the sub-agent to fix ([`crate::config::answer_schema`]). Model output is never trusted to be well-formed.
 //! - **A gate before the push.** Checks and the reviewer run before `create_pull_request`
 //!   commits; a failure is the call's result, so the model fixes and tries again; after
 //!   `--max-reviews` rounds the pull request opens with the unresolved findings ([`review`]).
 
-pub mod answer;
-pub mod catalogue;
 pub mod checks;
-pub mod context;
 mod level;
 pub mod models;
 pub mod prompt;
 pub mod review;
-pub mod settings;
 pub mod team;
 
-pub use catalogue::{AgentDefinition, Catalogue};
-pub use context::{ExecContext, Spend};
+pub use crate::agent::execution::{ExecContext, Spend};
+pub use crate::config::agent_catalogue::{AgentDefinition, Catalogue};
+pub use crate::config::agent_settings::{AgentSettings, DEFAULT_MAX_DEPTH, DEFAULT_MAX_REVIEWS};
 pub use models::Models;
-pub use settings::{AgentSettings, DEFAULT_MAX_DEPTH, DEFAULT_MAX_REVIEWS};
 pub use team::Team;
 
 /// The main agent's part in delegation: `delegate`, listing every agent it may ask (with

@@ -9,9 +9,9 @@
 //! `[[agents]]` instructions and schema are trusted configuration; the schema is still fenced,
 //! since it is shown as data.
 
-use super::catalogue::{AgentDefinition, AnswerShape};
 use crate::agent::prompt::describe_tool;
 use crate::agent::template::fill;
+use crate::config::agent_catalogue::{AgentDefinition, AnswerShape};
 use crate::text::{fence, one_line};
 use crate::tools::ToolSpec;
 
@@ -130,7 +130,7 @@ pub fn review_message(input: &ReviewInput<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agents::catalogue::Catalogue;
+    use crate::config::agent_catalogue::Catalogue;
 
     #[test]
     fn a_follow_up_review_says_the_diff_goes_on_top_of_the_pull_request() {

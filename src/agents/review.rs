@@ -13,13 +13,13 @@
 
 use sha2::{Digest, Sha256};
 
-use super::answer::{Verdict, read_verdict};
-use super::catalogue::REVIEWER;
 use super::checks::{self, FailedCheck};
 use super::level::Level;
 use super::prompt::{ReviewInput, review_message};
 use crate::agent::AgentEnd;
 use crate::agent::budget::Limit;
+use crate::config::agent_catalogue::REVIEWER;
+use crate::config::answer_schema::{Verdict, read_verdict};
 use crate::events::Event;
 use crate::text::fence;
 use crate::tools::delegate::{Approval, Proposal};

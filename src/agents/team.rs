@@ -10,9 +10,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::answer::AnswerSchema;
-use super::catalogue::{AgentDefinition, AnswerShape, REVIEWER};
 use super::{AgentSettings, Models};
+use crate::config::agent_catalogue::{AgentDefinition, AnswerShape, REVIEWER};
+use crate::config::answer_schema::AnswerSchema;
 use crate::config::{Config, ConfigError, ModelConfig, Price, ProviderSettings, RepoSettings};
 use crate::instructions::AgentInstructions;
 use crate::llm::{Provider, pricing, window};

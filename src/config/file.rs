@@ -16,8 +16,8 @@ use serde_json::Value;
 
 use super::error::ConfigError;
 use crate::exec::LimitsConfig;
-use crate::fleet::limits::LimitKeys;
-use crate::fleet::schedule::ScheduleKeys;
+use crate::limits::LimitKeys;
+use crate::limits::schedule::ScheduleKeys;
 
 /// File name of the per-repository configuration.
 pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
@@ -41,7 +41,7 @@ pub struct FileConfig {
     pub prices: BTreeMap<String, Price>,
     /// Resource limits for commands; operator-only (see [`FileConfig::parse_repository`]).
     pub limits: Option<LimitsConfig>,
-    /// Fleet limits (DESIGN section 13; [`crate::fleet::limits`]): most open bot pull requests
+    /// Fleet limits (DESIGN section 13; [`crate::limits`]): most open bot pull requests
     /// and most opened in the last hour (0: no limit), the time windows upkeep may work in and
     /// their time zone, and whether to keep the dashboard issue. A repository may tighten the
     /// operator's limits, never loosen them.

@@ -13,7 +13,7 @@
 //! (`--repo`), `resolve` (flags and the operator's file -> [`Config`]) and `repo_settings`
 //! (plus the repository's file -> [`RepoSettings`]). The modules that config itself uses never
 //! import this file: the agents' settings read only the leaves (`config::error`,
-//! `config::file`), and the fleet limits read a [`crate::fleet::limits::LimitKeys`] that
+//! `config::file`), and the fleet limits read a [`crate::limits::LimitKeys`] that
 //! [`FileConfig::limit_keys`] builds. So no import loop runs through config.
 
 use std::collections::BTreeMap;
@@ -26,6 +26,9 @@ use crate::exec::CommandSettings;
 use crate::kinds::{ForgeKind, ProviderKind};
 use crate::repo::Identity;
 
+pub mod agent_catalogue;
+pub mod agent_settings;
+pub mod answer_schema;
 pub mod error;
 pub mod file;
 mod repo_settings;
@@ -181,7 +184,7 @@ pub struct Config {
     pub operator: FileConfig,
     /// Sub-agents, the reviewer and checks (`--max-depth`, `--max-reviews`, `--no-review`,
     /// `--review-model`, `[[agents]]`, `checks`).
-    pub agents: crate::agents::settings::AgentSettings,
+    pub agents: crate::config::agent_settings::AgentSettings,
     /// Set by `upkeep fleet`, which runs this repository as one of many: its events carry this
     /// name as `repo`, and its lines for people start with it.
     pub fleet_member: Option<String>,
@@ -200,7 +203,7 @@ pub struct RepoSettings {
     pub declared_tools: Vec<DeclaredToolConfig>,
     pub prices: BTreeMap<String, Price>,
     /// `pr_limit`, `pr_hourly_limit` and `schedule`, the operator's tightened by the repository's.
-    pub limits: crate::fleet::limits::Limits,
+    pub limits: crate::limits::Limits,
     /// Keep the repository's dashboard issue up to date after the run.
     pub dashboard: bool,
 }

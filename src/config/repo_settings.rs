@@ -6,11 +6,11 @@
 //! operator's policy. Its `protected_paths` are added to the operator's (or the defaults),
 //! never replace them; its `max_turns`, used only where the operator set none, can lower the
 //! default but not raise it; its declared tools never shadow the operator's; its limits only
-//! tighten (see [`crate::fleet::limits`]); prices are the operator's alone.
+//! tighten (see [`crate::limits`]); prices are the operator's alone.
 
 use super::file::{DeclaredToolConfig, FileConfig, REPO_CONFIG_FILE};
 use super::{Config, DEFAULT_LABEL, DEFAULT_MAX_TURNS, DEFAULT_PROTECTED_PATHS, DEFAULT_TASKS_FILE, RepoSettings};
-use crate::fleet::limits::Limits;
+use crate::limits::Limits;
 
 impl Config {
     /// Combines flags/environment, the operator's file, the repository's file and defaults.

@@ -20,8 +20,8 @@ use super::{
     Budgets, Config, DEFAULT_MAX_CYCLES, DEFAULT_OUTPUT_CAP, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SHELL_TIMEOUT_SECS,
     DEFAULT_TRIGGER_PHRASE, GitHubSettings, Mode, ProviderSettings, env_secret,
 };
-use crate::agents::settings::AgentSettings;
 use crate::cli::RunArgs;
+use crate::config::agent_settings::AgentSettings;
 use crate::exec::CommandSettings;
 use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 use crate::repo::Identity;

@@ -7,7 +7,7 @@ use crate::agent::CycleError;
 use crate::config::ConfigError;
 use crate::events::EventSink;
 use crate::exit::ExitStatus;
-use crate::fleet::limits::HeldBy;
+use crate::limits::HeldBy;
 use crate::repo::WorkspaceError;
 
 /// Everything that can end a run early, by exit code.

@@ -134,7 +134,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
     // An interrupted run reports at once; every other run brings its dashboard up to date.
     if let Some(plan) = dashboard.filter(|_| status != ExitStatus::Interrupted) {
         match build_forge(&config) {
-            Ok(forge) => crate::fleet::dashboard::update(forge.as_ref(), &plan, &summary, &events).await,
+            Ok(forge) => crate::dashboard::update(forge.as_ref(), &plan, &summary, &events).await,
             Err(error) => events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}")),
         }
     }

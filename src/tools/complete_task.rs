@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec};
-use crate::agents::answer::AnswerSchema;
+use crate::config::answer_schema::AnswerSchema;
 
 pub struct CompleteTask {
     schema: Option<Arc<AnswerSchema>>,

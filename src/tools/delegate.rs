@@ -12,7 +12,6 @@ use serde_json::{Map, Value};
 
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
-use crate::agents::context::ExecContext;
 
 /// What a pull request is about to carry, for the gate before the push.
 #[derive(Debug, Clone, Copy)]
@@ -35,9 +34,6 @@ pub enum Approval {
 /// What tools get from the agent that calls them.
 #[async_trait]
 pub trait SubAgents: Send + Sync {
-    /// Who is calling: trace id, depth and agent path.
-    fn context(&self) -> &ExecContext;
-
     /// Runs the sub-agent `agent` on `task`; its answer, or why it ended without one, as an
     /// error the caller can act on.
     async fn delegate(&self, agent: &str, task: &str, ctx: &ToolContext<'_>) -> Result<String, ToolError>;

@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::answer::{AnswerSchema, verdict_schema};
+use super::answer_schema::{AnswerSchema, verdict_schema};
 use crate::config::error::ConfigError;
 use crate::config::file::AgentConfig;
 

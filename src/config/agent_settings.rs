@@ -7,7 +7,7 @@
 //! rather than the whole file, and imports only config's leaves, so the config that holds these
 //! settings and the agents that read them do not depend on each other.
 
-use super::catalogue::Catalogue;
+use super::agent_catalogue::Catalogue;
 use crate::cli::RunArgs;
 use crate::config::error::ConfigError;
 use crate::config::file::{AgentConfig, DeclaredToolConfig};

@@ -1,6 +1,6 @@
 //! Renovate-style limits, kept in the forge (DESIGN section 13): `pr_limit` (most open bot pull
 //! requests, default 5), `pr_hourly_limit` (most opened in the last hour, default 2) and
-//! `schedule` (see [`super::schedule`]).
+//! `schedule` (see [`schedule`]).
 //!
 //! Checked before every cycle, after `.upkeep.toml` is read and before any model call: a cycle
 //! that a limit holds back opens nothing, the run says why, continuous mode stops, and the exit
@@ -21,8 +21,10 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::schedule::{Schedule, ScheduleKeys};
+pub mod schedule;
+
 use crate::forge::{Forge, ForgeError, PullRequest};
+use schedule::{Schedule, ScheduleKeys};
 
 pub const DEFAULT_PR_LIMIT: u32 = 5;
 pub const DEFAULT_PR_HOURLY_LIMIT: u32 = 2;
