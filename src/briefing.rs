@@ -16,7 +16,7 @@ use crate::events::DeclaredToolReport;
 use crate::forge::{ContinuedPullRequest, Forge, ForgeError, OpenPullRequest, PullRequest};
 use crate::instructions::AgentInstructions;
 use crate::repo::WorkTree;
-use crate::tools::declared::DeclaredTool;
+use crate::tools::declared_tool::DeclaredTool;
 use crate::tools::registry::ExtraTool;
 use crate::tools::targets::{ClosedIssue, Targets};
 use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
@@ -114,7 +114,7 @@ pub async fn brief(
         },
         declared_tools(config, settings)?,
     );
-    crate::agents::equip_main_agent(&mut registry, &config.agents);
+    crate::subagents::equip_main_agent(&mut registry, &config.agents);
     let specs = registry.specs();
     let reply_schema = reply_schema(&specs);
     let agent_instructions = crate::instructions::read(files, notice);
@@ -165,7 +165,7 @@ pub async fn brief(
     let continued_issue = conversation
         .continued
         .as_ref()
-        .and_then(|continued| crate::forge::conversation::issue_of_branch(&continued.branch));
+        .and_then(|continued| crate::forge::discussion::issue_of_branch(&continued.branch));
     let only_issue = match issues.as_slice() {
         [only] if backlog => Some(only.number),
         _ => None,

@@ -28,7 +28,7 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
         eprintln!("upkeep: warning: {}", crate::text::escape_terminal(&warning));
     }
     let Some(actions) = actions else {
-        return crate::orchestrator::run(config, cancel).await.status;
+        return crate::run::run(config, cancel).await.status;
     };
     // Workflow commands stay paused from here to the report: applying the event prints forge
     // text (why an event does not concern upkeep, an API's error), and the run prints the
@@ -42,13 +42,13 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
             return usage_error(&error, &args.repo, Some(&actions), Some(paused));
         }
     }
-    let redactor = crate::orchestrator::redactor_for(&config);
+    let redactor = crate::run::redactor_for(&config);
     let context = RunContext {
         repo: config.source.display_name(),
         issue: config.issue,
         dry_run: config.dry_run,
     };
-    let summary = crate::orchestrator::run(config, cancel).await;
+    let summary = crate::run::run(config, cancel).await;
     drop(paused);
     actions.report(&summary, &context, &redactor);
     summary.status
@@ -57,7 +57,7 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
 /// An Actions event that does not concern upkeep (a comment by someone without write access,
 /// a review of someone else's pull request): nothing is done, and the run says why.
 fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str, paused: CommandsPaused) -> ExitStatus {
-    let redactor = crate::orchestrator::redactor_for(config);
+    let redactor = crate::run::redactor_for(config);
     eprintln!(
         "upkeep: {}; nothing to do",
         crate::text::escape_terminal(&redactor.redact(why))
@@ -82,10 +82,7 @@ fn finished_with_usage_error(args: &RunArgs, error: &ConfigError) {
 
 /// `run_finished` for a run that ended before it began, to `--json` and `--trace`.
 fn emit_finished(args: &RunArgs, redactor: &Redactor, summary: &RunSummary) {
-    let trace = args
-        .trace
-        .as_deref()
-        .and_then(|path| crate::orchestrator::open_trace(path).ok());
+    let trace = args.trace.as_deref().and_then(|path| crate::run::open_trace(path).ok());
     if !args.json && trace.is_none() {
         return;
     }
@@ -126,16 +123,16 @@ pub async fn prompt(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
         Ok(config) => config,
         Err(error) => return usage_error(&error, &args.repo, None, None),
     };
-    let briefing = match crate::orchestrator::prompt(&config, cancel).await {
+    let briefing = match crate::run::prompt(&config, cancel).await {
         Ok(briefing) => briefing,
         Err((status, message)) => {
-            let redactor = crate::orchestrator::redactor_for(&config);
+            let redactor = crate::run::redactor_for(&config);
             eprintln!("upkeep: {}", crate::text::escape_terminal(&redactor.redact(&message)));
             return status;
         }
     };
     // Redacted exactly as the agent redacts what it sends.
-    let redactor = crate::orchestrator::redactor_for(&config);
+    let redactor = crate::run::redactor_for(&config);
     let (system, first_message) = (
         redactor.redact(&briefing.system),
         redactor.redact(&briefing.first_message),
@@ -163,16 +160,16 @@ pub fn tools(args: &ToolsArgs) -> ExitStatus {
         },
         None => (Vec::new(), Vec::new()),
     };
-    let agents = match crate::agents::Catalogue::new(&agents) {
-        Ok(catalogue) => crate::agents::AgentSettings {
+    let agents = match crate::subagents::Catalogue::new(&agents) {
+        Ok(catalogue) => crate::subagents::AgentSettings {
             catalogue,
-            ..crate::agents::AgentSettings::default()
+            ..crate::subagents::AgentSettings::default()
         },
         Err(error) => return usage_error(&error, "", None, None),
     };
     let mut extra: Vec<crate::tools::registry::ExtraTool> = Vec::new();
     for declaration in &declared {
-        match crate::tools::declared::DeclaredTool::new(declaration, "--config") {
+        match crate::tools::declared_tool::DeclaredTool::new(declaration, "--config") {
             Ok(tool) => {
                 let allowed = args.allow_tool.iter().any(|name| name == tool.name());
                 extra.push((Box::new(tool), allowed));
@@ -186,7 +183,7 @@ pub fn tools(args: &ToolsArgs) -> ExitStatus {
         },
         extra,
     );
-    crate::agents::equip_main_agent(&mut registry, &agents);
+    crate::subagents::equip_main_agent(&mut registry, &agents);
     let specs = registry.specs();
     let withheld: Vec<&str> = declared
         .iter()

@@ -1,12 +1,11 @@
 //! upkeep: an autonomous maintenance bot for git repositories.
 //!
 //! The binary (`src/main.rs`) is a thin shell over this library: it parses the command line,
-//! runs [`orchestrator::run`] and maps the outcome to an exit code. Everything a run does lives
+//! runs [`run::run`] and maps the outcome to an exit code. Everything a run does lives
 //! here, so that tests and other front ends can drive it the same way.
 
 pub mod actions;
 pub mod agent;
-pub mod agents;
 pub mod briefing;
 pub mod cli;
 pub mod commands;
@@ -26,13 +25,14 @@ pub mod kinds;
 pub mod limits;
 pub mod llm;
 pub mod logging;
-pub mod orchestrator;
 pub mod preflight;
 pub mod progress;
 pub mod repo;
 pub mod repo_outcome;
+pub mod run;
 pub mod secrets;
 pub mod signals;
+pub mod subagents;
 pub mod summary;
 pub mod text;
 pub mod tools;

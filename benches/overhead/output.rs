@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use upkeep::agent::budget::estimate_tokens;
 use upkeep::agent::file_tree::DEFAULT_TREE_BUDGET;
+use upkeep::text::estimate_tokens;
 
 use crate::local::LocalResult;
 use crate::measurements::SizeResult;

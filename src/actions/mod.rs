@@ -79,14 +79,14 @@ impl Actions {
     /// questions posted there). Without `--task`, the issue itself becomes the task: on GitHub
     /// read through the forge with its comments and their authors' roles, as `--issue N`.
     ///
-    /// A comment or review event ([`crate::conversation::events`]) resumes an issue whose
+    /// A comment or review event ([`crate::conversation::triggers`]) resumes an issue whose
     /// question a maintainer answered, or works the feedback on the bot's pull request;
     /// `Ok(Some(why))` says such an event does not concern upkeep, and the run does nothing.
     pub async fn apply_event(&self, config: &mut Config) -> Result<Option<String>, ConfigError> {
         let Some(event_name) = self.event_name.as_deref() else {
             return Ok(None);
         };
-        if crate::conversation::events::EVENTS.contains(&event_name) {
+        if crate::conversation::triggers::EVENTS.contains(&event_name) {
             let path = self.event_path.as_ref().ok_or_else(|| {
                 ConfigError(format!(
                     "GITHUB_EVENT_NAME is `{event_name}` but GITHUB_EVENT_PATH is not set"
@@ -94,7 +94,7 @@ impl Actions {
             })?;
             let text = std::fs::read_to_string(path)
                 .map_err(|error| ConfigError(format!("reading the event payload {}: {error}", path.display())))?;
-            return crate::conversation::events::apply(config, event_name, &text).await;
+            return crate::conversation::triggers::apply(config, event_name, &text).await;
         }
         if event_name != "issues" {
             return Ok(None);

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::caps::over_reply_caps;
-use super::context::ToolResult;
+use super::history::ToolResult;
 use super::protocol::{self, ModelReply};
 use super::{Agent, AgentEnd, Call, CycleError};
 use crate::events::Event;

@@ -1,4 +1,4 @@
-//! How one turn's text is made smaller for the history policy ([`super::context`]): a tool
+//! How one turn's text is made smaller for the history policy ([`super::history`]): a tool
 //! result replaced by a stub that says how to get it again, an output cut to its head and tail,
 //! a reply's long arguments elided. Why a file of its own: these are pure functions of one
 //! message, while `context` decides when to apply them to the whole conversation.

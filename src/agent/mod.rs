@@ -7,7 +7,7 @@
 //! the history sent back is always valid JSON; a call to a tool that is not enabled is
 //! rejected, never executed.
 //!
-//! The same loop runs sub-agents ([`Agent::run`], started by [`crate::agents`]): each level has
+//! The same loop runs sub-agents ([`Agent::run`], started by [`crate::subagents`]): each level has
 //! its own provider, tools and turn limit, and shares the run's budget ([`Spend`]), event sink
 //! and cancellation token; every event it emits names its agent path.
 
@@ -25,9 +25,9 @@ mod batch;
 pub mod budget;
 pub mod caps;
 mod condense;
-pub mod context;
 pub mod execution;
 pub mod file_tree;
+pub mod history;
 #[cfg(test)]
 pub(crate) mod markdown_headings;
 pub mod prompt;
@@ -37,7 +37,7 @@ pub mod template;
 pub mod usage;
 
 use budget::{Budget, Limit};
-use context::History;
+use history::History;
 use protocol::{EXPECTED_SHAPE, ModelReply, ReplyError, UNUSABLE_REPLY_PLACEHOLDER, parse_reply};
 
 /// How a cycle ended.
@@ -86,7 +86,7 @@ pub struct Agent<'a> {
 }
 
 /// The cycle's sub-agents, reviewer and checks as the turn loop sees them (implemented by
-/// [`crate::agents::Team`]), so the loop runs them without depending on how they are built.
+/// [`crate::subagents::Team`]), so the loop runs them without depending on how they are built.
 pub trait Delegation: Sync {
     /// What the tools of `agent`'s current turn reach: `delegate` and the gate before a push.
     fn level<'s, 'b>(

@@ -5,7 +5,7 @@
 //! publish, which belong to the main agent); at least one turn; and an `output_schema` that is a
 //! JSON schema of an object, self-contained (no `$ref`) because it is embedded in the reply
 //! schema sent to the provider. Whether each tool is one the run allows is checked once the
-//! run's tools are known (see [`super::team`]). An entry named like a built-in replaces it (the
+//! run's tools are known (see [`crate::subagents::team`]). An entry named like a built-in replaces it (the
 //! reviewer keeps its verdict shape, which the gate before a push reads).
 
 use serde_json::Value;

@@ -9,7 +9,7 @@
 //! count as settled.
 
 use super::{ConversationError, CycleConversation};
-use crate::forge::conversation::answered_marker;
+use crate::forge::discussion::answered_marker;
 use crate::forge::{ContinuedPullRequest, FeedbackAnswer, Forge, PullRequestFeedback, PullRequestInfo};
 use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 
@@ -183,6 +183,6 @@ mod tests {
         let summary = super::answer(&continued, &[], "Renamed it.", "0123456789abcdef");
         let summary = summary.summary.expect("one comment");
         assert!(summary.contains("Renamed it."));
-        assert_eq!(crate::forge::conversation::answered_threads(&summary), [1, 2]);
+        assert_eq!(crate::forge::discussion::answered_threads(&summary), [1, 2]);
     }
 }

@@ -20,11 +20,11 @@ use crate::forge::{ClosedPullRequest, ContinuedPullRequest, Forge, ForgeError, P
 use crate::repo::questions::LocalQuestion;
 use crate::repo::{GitAuth, Workspace, WorkspaceError};
 
-pub mod events;
 pub mod follow_up;
 pub mod local;
 pub mod memory;
 pub mod render;
+pub mod triggers;
 
 /// What a cycle knows from the conversation on the forge.
 #[derive(Debug, Default)]

@@ -102,7 +102,7 @@ pub(super) fn render(scope: Scope, event: &Event) -> Option<String> {
                 "┌─ upkeep has a question for a human ─────────────\n{body}└─ answer it, then run upkeep again (exit code 3)"
             )
         }
-        // Said in full by the orchestrator, with the diff.
+        // Said in full by the run, with the diff.
         Event::UnsavedChanges { .. } => return None,
         Event::Review {
             verdict,

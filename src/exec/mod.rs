@@ -16,13 +16,13 @@
 //! - [`limits`]: the resource limits, the same on every system;
 //! - [`plan`]: what of that this machine offers, decided once per run and reported;
 //! - [`readable`]: what a command may read (the system, toolchains, its own clone);
-//! - [`declared`]: declared tools' templates and validation;
+//! - [`declared_command`]: declared tools' templates and validation;
 //! - [`blocklist`]: the lexical backstop for shell command lines.
 //!
 //! `docs/commands.md` is the user's view of all of this.
 
 pub mod blocklist;
-pub mod declared;
+pub mod declared_command;
 pub mod env;
 pub mod invocation;
 pub mod limits;

@@ -9,7 +9,6 @@ use super::list::FleetEntry;
 use super::report;
 use crate::cli::RunArgs;
 use crate::config::{Config, ConfigError};
-use crate::orchestrator;
 use crate::repo_outcome::RepoOutcome;
 
 /// The fleet's options as this entry's `upkeep run` gets them, before its overrides.
@@ -71,7 +70,7 @@ pub(super) async fn run(
             crate::text::escape_terminal(&warning)
         );
     }
-    let summary = orchestrator::run(config, cancel).await;
+    let summary = crate::run::run(config, cancel).await;
     summary.outcome_for(&entry.display)
 }
 

@@ -12,12 +12,12 @@
 //! `docs/fleet.md` compares the three ways.
 
 pub mod budget;
+mod jobs;
 pub mod list;
 mod member;
 pub mod overrides;
 pub mod report;
-mod run;
 pub mod shard;
 pub mod table;
 
-pub use run::{DEFAULT_JOBS, run};
+pub use jobs::{DEFAULT_JOBS, run};

@@ -94,10 +94,7 @@ pub fn start_failed(events: Option<&EventSink>, message: &str, status: ExitStatu
 /// A repository whose options did not resolve: said on stderr (tagged), and `run_finished`
 /// with `repo` for `--json` and `--trace`, as every run ends with one.
 pub fn repository_usage_error(args: &RunArgs, repo: &str, summary: &RunSummary) {
-    let trace = args
-        .trace
-        .as_deref()
-        .and_then(|path| crate::orchestrator::open_trace(path).ok());
+    let trace = args.trace.as_deref().and_then(|path| crate::run::open_trace(path).ok());
     let events = EventSink::new(Redactor::from_env(), args.json, trace, Verbosity::Quiet).for_repo(repo.to_owned());
     events.alert(&format!(
         "upkeep: configuration error: {}",

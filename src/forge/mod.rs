@@ -10,13 +10,13 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::repo::{Workspace, WorkspaceError};
-pub use conversation::{
+pub use discussion::{
     ClosedPullRequest, Comment, ContinuedPullRequest, FeedbackAnswer, PullRequestFeedback, PullRequestInfo, Review,
     ReviewThread, Role,
 };
 
 pub mod closing;
-pub mod conversation;
+pub mod discussion;
 pub mod dry_run;
 pub mod github;
 pub mod local;

@@ -115,7 +115,7 @@ impl<'a> CompletionRequest<'a> {
     }
 }
 
-/// What the history policy knows about the request's stable prefix (see `agent::context`).
+/// What the history policy knows about the request's stable prefix (see `agent::history`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CacheHints<'a> {
     /// OpenAI's `prompt_cache_key`: requests with the same key are routed to the same cache.

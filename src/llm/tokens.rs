@@ -8,7 +8,7 @@
 //! local models) has no maintained Rust tokenizer, so its count is a conservative estimate: one
 //! token per three bytes, more than those tokenizers produce for English and code. A count
 //! that is still too low is caught by the provider's context-length error (see
-//! `agent::context`).
+//! `agent::history`).
 
 use tiktoken_rs::CoreBPE;
 

@@ -3,7 +3,7 @@
 //! `--context-window` (or `[models."name"] context_window` in the operator's `--config`) wins;
 //! otherwise the built-in table below, from the vendors' model pages; otherwise
 //! [`UNKNOWN_MODEL_WINDOW`], a conservative size that local models commonly hold. The window is
-//! what upkeep fits every request into (see `agent::context`), and what Ollama is told as
+//! what upkeep fits every request into (see `agent::history`), and what Ollama is told as
 //! `num_ctx`.
 
 /// (model name prefix, window in tokens). The longest matching prefix wins.

@@ -3,7 +3,7 @@
 //!
 //! The tool is only the interface the model sees: its description lists the agents that may be
 //! asked, and the call goes to the turn loop's [`SubAgents`] (implemented in
-//! [`crate::agents`]), which knows the caller's depth, budget and tools. The same trait carries
+//! [`crate::subagents`]), which knows the caller's depth, budget and tools. The same trait carries
 //! the gate `create_pull_request` asks before it pushes, so tools depend on this small interface
 //! and never on how agents run.
 

@@ -19,7 +19,7 @@ pub mod ask_question;
 pub mod branch;
 pub mod complete_task;
 pub mod create_pull_request;
-pub mod declared;
+pub mod declared_tool;
 pub mod delegate;
 pub mod edit_file;
 pub mod finish;

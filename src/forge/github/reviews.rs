@@ -13,7 +13,7 @@ use serde_json::json;
 use super::api::{Method, encode, parse_object};
 use super::json::{CommentJson, IssueJson, PullCommitJson, PullJson, ReviewCommentJson, ReviewJson, timestamp};
 use super::{GitHubForge, PER_PAGE};
-use crate::forge::conversation::issue_of_branch;
+use crate::forge::discussion::issue_of_branch;
 use crate::forge::task::parse_task_marker;
 use crate::forge::{
     ClosedPullRequest, Comment, FeedbackAnswer, ForgeError, PullRequestFeedback, PullRequestInfo, Review, ReviewThread,

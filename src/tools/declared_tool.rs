@@ -1,5 +1,5 @@
 //! Declared command tools as [`Tool`]s: the schema the model sees and the call, over the
-//! checked declaration of [`crate::exec::declared`] (templates, validation) and the runner.
+//! checked declaration of [`crate::exec::declared_command`] (templates, validation) and the runner.
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::run_shell_command::{command_spec, run_for_model};
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec};
 use crate::config::{ConfigError, DeclaredToolConfig};
-use crate::exec::declared::Declaration;
+use crate::exec::declared_command::Declaration;
 
 #[derive(Debug)]
 pub struct DeclaredTool {

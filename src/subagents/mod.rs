@@ -10,7 +10,7 @@
 //!   a tool the run withholds stays withheld, and a call outside the agent's list is rejected,
 //!   never run ([`team`]).
 //! - **One execution context.** Every model call and tool call carries the run's trace id, the
-//!   depth and the agent path (`root>explorer`, [`context::ExecContext`]); events carry the path
+//!   depth and the agent path (`root>explorer`, [`crate::agent::execution::ExecContext`]); events carry the path
 //!   as `agent`. `--max-depth` bounds nesting; every level spends from the run's one budget
 //!   ([`crate::agent::execution::Spend`]) and stops on the run's one cancellation token.
 //! - **Validated answers.** A structured answer (the reviewer's verdict, or an `[[agents]]`
@@ -23,8 +23,8 @@
 pub mod checks;
 mod level;
 pub mod models;
-pub mod prompt;
 pub mod review;
+pub mod task_prompt;
 pub mod team;
 
 pub use crate::agent::execution::{ExecContext, Spend};

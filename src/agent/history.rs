@@ -434,5 +434,5 @@ impl Turn {
 }
 
 #[cfg(test)]
-#[path = "context_tests.rs"]
+#[path = "history_tests.rs"]
 mod tests;

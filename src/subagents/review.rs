@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::checks::{self, FailedCheck};
 use super::level::Level;
-use super::prompt::{ReviewInput, review_message};
+use super::task_prompt::{ReviewInput, review_message};
 use crate::agent::AgentEnd;
 use crate::agent::budget::Limit;
 use crate::config::agent_catalogue::REVIEWER;

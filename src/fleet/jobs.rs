@@ -2,7 +2,7 @@
 //! each run as its own `upkeep run`, `--jobs` at a time.
 //!
 //! Guarantees:
-//! - Isolation: every repository's run is [`orchestrator::run`] with a [`crate::config::Config`] of its own
+//! - Isolation: every repository's run is [`crate::run::run`] with a [`crate::config::Config`] of its own
 //!   (its clone and temporary directories, its budgets, its `.upkeep.toml`), exactly as
 //!   `upkeep run --repo` would resolve it; the fleet adds only the `repo` tag on its events
 //!   and the share of `--fleet-max-cost` it may spend ([`super::budget`], [`super::member`]).
@@ -32,7 +32,6 @@ use crate::cli::{FleetArgs, RunArgs};
 use crate::config::{ConfigError, GitHubSettings};
 use crate::events::{EventSink, Verbosity};
 use crate::exit::ExitStatus;
-use crate::orchestrator;
 use crate::repo_outcome::RepoOutcome;
 use crate::secrets::Redactor;
 
@@ -91,7 +90,7 @@ pub async fn run(args: &FleetArgs, cancel: CancellationToken) -> ExitStatus {
 
 /// The fleet's own event sink: `fleet_finished` on stdout (`--json`) and in the trace.
 fn fleet_events(run: &RunArgs) -> Result<EventSink, ConfigError> {
-    let trace = run.trace.as_deref().map(orchestrator::open_trace).transpose()?;
+    let trace = run.trace.as_deref().map(crate::run::open_trace).transpose()?;
     let verbosity = if run.quiet { Verbosity::Quiet } else { Verbosity::Normal };
     Ok(EventSink::new(Redactor::from_env(), run.json, trace, verbosity))
 }

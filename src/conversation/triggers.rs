@@ -14,7 +14,7 @@
 use serde::Deserialize;
 
 use crate::config::{Config, ConfigError, Mode, RepoSource};
-use crate::forge::{Forge, IssueComment, Role, conversation::WRITE_ACCESS};
+use crate::forge::{Forge, IssueComment, Role, discussion::WRITE_ACCESS};
 use crate::repo::BOT_BRANCH_PREFIX;
 
 /// The events handled here.
@@ -276,5 +276,5 @@ pub async fn apply(config: &mut Config, event_name: &str, payload: &str) -> Resu
 }
 
 #[cfg(test)]
-#[path = "events_tests.rs"]
+#[path = "triggers_tests.rs"]
 mod tests;

@@ -1,6 +1,6 @@
 //! The cycle's agents: what every sub-agent of one cycle shares (the catalogue, the run's
 //! tools, the providers, prices and windows, the repository's instructions, the checks and the
-//! review rounds), built by the orchestrator when the cycle's tools are known.
+//! review rounds), built by the cycle when the cycle's tools are known.
 //!
 //! Here the rule "a sub-agent never holds more tools than the run" is applied: an agent's tools
 //! are a [`ToolRegistry::subset`] of the run's registry, a name the run does not know is a
@@ -17,7 +17,7 @@ use crate::config::{Config, ConfigError, ModelConfig, Price, ProviderSettings, R
 use crate::instructions::AgentInstructions;
 use crate::llm::{Provider, pricing, window};
 use crate::tools::complete_task::CompleteTask;
-use crate::tools::declared::DeclaredTool;
+use crate::tools::declared_tool::DeclaredTool;
 use crate::tools::{ToolError, ToolRegistry};
 
 /// What a cycle's team is built from.

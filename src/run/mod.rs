@@ -4,7 +4,7 @@
 //! budget. Single mode runs one cycle; continuous mode starts the next cycle on a fresh copy
 //! after `finish{completed}` (the same clone, refreshed in place to exactly what the remote
 //! has: see [`crate::repo::git::Workspace::refresh`]) and stops on `no_tasks` (exit 0), a question (3),
-//! a budget (4) or after `--max-cycles` (0). The orchestrator owns the workspace, the agent and
+//! a budget (4) or after `--max-cycles` (0). The run owns the workspace, the agent and
 //! the forge, and maps every way a run can end to one [`ExitStatus`], with a `run_finished`
 //! event.
 //!

@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::prompt;
+use super::task_prompt;
 use super::team::Team;
 use crate::agent::budget::Limit;
 use crate::agent::execution::{ExecContext, Spend};
@@ -76,7 +76,7 @@ impl Level<'_, '_> {
         let provider = team.provider_for(definition);
         let registry = team.registry_for(definition, exec.depth())?;
         let specs = registry.specs();
-        let system = prompt::system_prompt(definition, &specs, self.exec.path(), team.protected_paths);
+        let system = task_prompt::system_prompt(definition, &specs, self.exec.path(), team.protected_paths);
         let schema = reply_schema(&specs);
         let agent = Agent {
             provider,
@@ -145,7 +145,7 @@ impl SubAgents for Level<'_, '_> {
                 names.join(", ")
             )));
         };
-        let end = self.run_agent(definition, prompt::task_message(task), ctx).await?;
+        let end = self.run_agent(definition, task_prompt::task_message(task), ctx).await?;
         delegate_result(&definition.name, end)
     }
 

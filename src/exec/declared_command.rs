@@ -208,5 +208,5 @@ impl Declaration {
 }
 
 #[cfg(test)]
-#[path = "declared_tests.rs"]
+#[path = "declared_command_tests.rs"]
 mod tests;

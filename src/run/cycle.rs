@@ -26,7 +26,7 @@ struct CycleInputs<'c> {
     files: &'c WorkTree,
     briefing: &'c Briefing,
     provider: &'c dyn Provider,
-    models: &'c crate::agents::Models,
+    models: &'c crate::subagents::Models,
     forge: &'c dyn Forge,
 }
 
@@ -35,7 +35,7 @@ impl Runner<'_> {
         &mut self,
         cycle: u32,
         provider: &dyn Provider,
-        models: &crate::agents::Models,
+        models: &crate::subagents::Models,
         forge: &dyn Forge,
     ) -> Result<RunEnd, RunError> {
         let config = self.config;
@@ -211,7 +211,7 @@ impl Runner<'_> {
                 events.alert(text);
             }
         };
-        let team = crate::agents::Team::new(crate::agents::team::TeamParts {
+        let team = crate::subagents::Team::new(crate::subagents::team::TeamParts {
             config,
             settings,
             registry: &briefing.registry,

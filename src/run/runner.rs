@@ -54,7 +54,7 @@ pub(super) struct Runner<'a> {
 struct RunParts {
     provider: Box<dyn llm::Provider>,
     forge: Box<dyn Forge>,
-    models: crate::agents::Models,
+    models: crate::subagents::Models,
     sandbox: Option<crate::exec::SandboxPlan>,
 }
 
@@ -148,7 +148,7 @@ impl Runner<'_> {
         let provider = llm::build(&config.provider)?;
         crate::llm::tokens::preload(provider.name(), provider.model());
         let forge = build_forge(config)?;
-        let models = crate::agents::Models::build(config)?;
+        let models = crate::subagents::Models::build(config)?;
         let commands_enabled =
             config.dangerous_tools || !config.allow_tools.is_empty() || !config.agents.checks.is_empty();
         let sandbox = if commands_enabled {
