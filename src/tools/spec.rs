@@ -1,6 +1,7 @@
 //! What the model is told about each tool, in one place: name, description, argument schema and
 //! class. The system prompt, the `upkeep tools` listing and the structured-output schema sent to
-//! providers are all rendered from these specs, so they can never disagree.
+//! providers are all rendered from these specs, so they can never disagree; a tool's argument
+//! schema is generated from the struct its call reads ([`super::args::schema_for`]).
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -34,8 +35,9 @@ impl ToolSpec {
     }
 }
 
-/// Builds an object schema from `(name, type, description, required)` rows. Every tool's
-/// arguments are flat objects of strings and integers, so this covers them all.
+/// Builds a flat object schema from `(name, type, description, required)` rows, for specs
+/// written by hand outside upkeep's own tools (tests of the providers); upkeep's tools generate
+/// theirs from their argument structs.
 pub fn object_schema(properties: &[(&str, &str, &str, bool)]) -> Value {
     let mut props = serde_json::Map::new();
     let mut required = Vec::new();
