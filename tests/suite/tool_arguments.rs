@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer};
 
+use super::support::conformance::{Api, assert_requests_conform};
 use super::support::model_api::{openai_stream, openai_usage};
 use super::support::{TestRepo, Upkeep, finish, reply};
 
@@ -32,6 +33,57 @@ fn openai_run(repo: &TestRepo, server: &MockServer) -> Upkeep {
         .args(["--repo"])
         .args([repo.path()])
         .args(["--task", "add a notes file"])
+}
+
+/// The `arguments` schema of `tool` in a request's structured-output schema.
+fn arguments_schema<'a>(body: &'a Value, tool: &str) -> &'a Value {
+    let branches = body["response_format"]["json_schema"]["schema"]["properties"]["tool_calls"]["items"]["anyOf"]
+        .as_array()
+        .expect("one branch per tool");
+    let branch = branches
+        .iter()
+        .find(|branch| branch["properties"]["tool_name"]["enum"][0] == tool)
+        .unwrap_or_else(|| panic!("no branch for {tool}"));
+    &branch["properties"]["arguments"]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pull_request_without_replies_opens_and_the_schema_sent_leaves_optional_arguments_optional() {
+    let repo = TestRepo::new();
+    let server = model_server(vec![reply(
+        "add the file and propose it",
+        &[
+            ("write_file", json!({"path": "NOTES.md", "content": "notes\n"})),
+            (
+                "create_pull_request",
+                json!({"title": "Add notes", "body": "Adds NOTES.md."}),
+            ),
+            ("finish", json!({"status": "completed", "summary": "added notes"})),
+        ],
+    )])
+    .await;
+    let out = openai_run(&repo, &server).run_async().await;
+    out.assert_code(0);
+    assert_eq!(out.results_of("create_pull_request")[0]["ok"], true, "{}", out.stdout);
+    assert_eq!(repo.bot_branches(), ["upkeep/add-notes"]);
+
+    let requests = server.received_requests().await.expect("recorded");
+    assert_requests_conform(Api::OpenAi, &requests);
+    let body: Value = serde_json::from_slice(&requests[0].body).expect("JSON body");
+    assert_eq!(body["response_format"]["json_schema"]["strict"], false);
+    let pull_request = arguments_schema(&body, "create_pull_request");
+    // Not a review follow-up: no `replies` at all, and the optional `issue` is not required.
+    assert!(pull_request["properties"].get("replies").is_none(), "{pull_request}");
+    assert_eq!(pull_request["required"], json!(["title", "body"]));
+    assert_eq!(pull_request["properties"]["issue"]["type"], "integer");
+    let read_file = arguments_schema(&body, "read_file");
+    assert_eq!(read_file["required"], json!(["path"]));
+    assert_eq!(read_file["properties"]["start_line"]["type"], "integer");
+    // At least one call per reply, as the parser demands.
+    assert_eq!(
+        body["response_format"]["json_schema"]["schema"]["properties"]["tool_calls"]["minItems"],
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
