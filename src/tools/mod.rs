@@ -8,7 +8,7 @@
 //! side effect, so the agent loop stays the one place that decides when a cycle is over.
 //!
 //! Each call is one [`Invocation`]: the [`ToolContext`] of the run and the cycle, and the
-//! arguments. Most tools are [`TypedTool`]s, whose arguments are a serde struct the schema the
+//! arguments. Most tools are `TypedTool`s, whose arguments are a serde struct the schema the
 //! model sees is generated from ([`args`]).
 
 use async_trait::async_trait;
@@ -118,7 +118,7 @@ impl ToolContext<'_> {
 }
 
 /// One call of a tool, as the turn loop hands it over: what the run and the cycle let the tool
-/// touch, and the call's arguments (typed, for a [`TypedTool`]; the model's object as sent, for
+/// touch, and the call's arguments (typed, for a `TypedTool`; the model's object as sent, for
 /// a tool whose arguments are only known at run time, such as a declared command tool).
 pub struct Invocation<'a, A> {
     pub ctx: &'a ToolContext<'a>,
