@@ -111,6 +111,11 @@ pub async fn brief(
     let mut registry = ToolRegistry::new(
         &ToolSelection {
             dangerous: config.dangerous_tools,
+            // Review replies are an argument only where there are review threads to answer.
+            review: conversation
+                .continued
+                .as_ref()
+                .is_some_and(|continued| continued.review),
         },
         declared_tools(config, settings)?,
     );

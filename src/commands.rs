@@ -178,8 +178,10 @@ pub fn tools(args: &ToolsArgs) -> ExitStatus {
         }
     }
     let mut registry = ToolRegistry::new(
+        // As a cycle that is not a review follow-up sees them.
         &ToolSelection {
             dangerous: args.allow_dangerous_tools,
+            review: false,
         },
         extra,
     );

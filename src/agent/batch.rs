@@ -1,7 +1,8 @@
 //! One reply's tool calls, run in order: the per-reply caps, the registry's verdict on each
 //! name, the call itself (raced against the interrupt), and the result that goes back to the
 //! model. The first failure stops the batch; the rest are reported as skipped, never run
-//! (DESIGN section 2). A pull request a call opened is recorded for the run's summary.
+//! (DESIGN section 2). Each call is one [`Invocation`]; what a call did comes back as a typed
+//! [`ToolOutput`] (a pull request's bookkeeping stays with `create_pull_request`).
 
 use serde_json::Value;
 
@@ -10,8 +11,7 @@ use super::history::ToolResult;
 use super::protocol::{self, ModelReply};
 use super::{Agent, AgentEnd, Call, CycleError};
 use crate::events::Event;
-use crate::forge::PullRequest;
-use crate::tools::{Lookup, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Invocation, Lookup, ToolContext, ToolError, ToolOutput};
 
 const SKIPPED_AFTER_FAILURE: &str = "skipped: not run because an earlier call in this reply failed";
 
@@ -32,8 +32,6 @@ impl Agent<'_> {
         call_of: &Call<'_, '_>,
         reply: &ModelReply,
         ctx: &ToolContext<'_>,
-        opened: &mut Vec<PullRequest>,
-        first_of_cycle: usize,
     ) -> Result<(Vec<ToolResult>, Option<AgentEnd>), CycleError> {
         let redactor = self.events.redactor();
         let emit = |event: Event| self.emit(call_of, event);
@@ -95,15 +93,17 @@ impl Agent<'_> {
                     continue;
                 }
             };
-            let branch = opened[first_of_cycle..].last().map(|pr| pr.branch.clone());
             let call_ctx = ToolContext {
-                cycle_branch: branch.as_deref(),
                 agents: sub_agents,
                 ..*ctx
             };
+            let invocation = Invocation {
+                ctx: &call_ctx,
+                args: &call.arguments,
+            };
             let outcome = tokio::select! {
                 () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
-                outcome = tool.call(&call.arguments, &call_ctx) => outcome,
+                outcome = tool.call(invocation) => outcome,
             };
             let (ok, output) = match outcome {
                 Ok(ToolOutput::Text(text)) => (true, redactor.redact(&text)),
@@ -118,15 +118,7 @@ impl Agent<'_> {
                     if let Some(preview) = &pull_request.preview {
                         self.events.say(preview);
                     }
-                    let text = crate::tools::create_pull_request::describe(&pull_request);
-                    // An update of a pull request opened earlier in this cycle replaces it.
-                    if let Some(index) =
-                        (first_of_cycle..opened.len()).find(|&i| opened[i].branch == pull_request.branch)
-                    {
-                        opened.remove(index);
-                    }
-                    opened.push(pull_request);
-                    (true, text)
+                    (true, crate::tools::create_pull_request::describe(&pull_request))
                 }
                 Ok(ToolOutput::EndCycle(cycle_end)) => {
                     stopped = Some("skipped: not run because the cycle ended".to_owned());

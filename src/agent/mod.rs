@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Event, EventSink, Scope};
-use crate::forge::PullRequest;
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{CacheHints, Completion, CompletionRequest, Provider, ProviderError, StopReason};
 use crate::tools::{CycleEnd, FinishStatus, ToolContext, ToolRegistry};
@@ -127,7 +126,8 @@ impl Agent<'_> {
     }
 
     /// Runs the main agent's turns until the cycle ends. `ctx` is rebuilt per call only for
-    /// `cycle_branch` and the agent's sub-agents.
+    /// the agent's sub-agents; the pull requests the cycle publishes are recorded in its
+    /// [`crate::tools::PullRequestScope`].
     pub async fn run_cycle(
         &self,
         system: &str,
@@ -135,13 +135,12 @@ impl Agent<'_> {
         reply_schema: &Value,
         ctx: &ToolContext<'_>,
         budget: &mut Budget,
-        opened: &mut Vec<PullRequest>,
     ) -> Result<CycleOutcome, CycleError> {
         // `--max-turns` bounds every model call of the cycle, sub-agents' and the reviewer's too.
         let spend = Spend::new(budget, self.max_turns);
         let exec = ExecContext::root(self.events.run_id());
         let end = self
-            .run(&exec, &spend, system, first_message, reply_schema, ctx, opened)
+            .run(&exec, &spend, system, first_message, reply_schema, ctx)
             .await?;
         Ok(match end {
             AgentEnd::Cycle(CycleEnd::Finish { status, summary }) => CycleOutcome::Finished { status, summary },
@@ -157,10 +156,6 @@ impl Agent<'_> {
 
     /// Runs turns as the agent `exec` names, spending from `spend`, until a call ends them
     /// (`finish`, `ask_question`, `complete_task`) or a limit does (`max_turns`, a budget).
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one turn loop for every level; each argument is its own concern"
-    )]
     pub async fn run(
         &self,
         exec: &ExecContext,
@@ -169,7 +164,6 @@ impl Agent<'_> {
         first_message: String,
         reply_schema: &Value,
         ctx: &ToolContext<'_>,
-        opened: &mut Vec<PullRequest>,
     ) -> Result<AgentEnd, CycleError> {
         let redactor = self.events.redactor();
         let system = redactor.redact(system);
@@ -187,9 +181,6 @@ impl Agent<'_> {
             0 => format!("upkeep-{}-{}", self.events.run_id(), self.cycle),
             _ => format!("upkeep-{}-{}-{}", self.events.run_id(), self.cycle, exec.path()),
         };
-        // Pull requests this cycle opened or updated; `opened` keeps them for the run summary
-        // whichever way the cycle ends (a question or a budget after a pull request included).
-        let first_of_cycle = opened.len();
         let mut repeats = stuck::Repeats::default();
         let mut turn = 0;
         loop {
@@ -259,7 +250,7 @@ impl Agent<'_> {
                     },
                 );
             }
-            let (mut results, end) = self.run_batch(&call, &reply, ctx, opened, first_of_cycle).await?;
+            let (mut results, end) = self.run_batch(&call, &reply, ctx).await?;
             if let Some(end) = end {
                 return Ok(end);
             }

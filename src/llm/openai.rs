@@ -4,8 +4,9 @@
 //! Replies are streamed (`stream: true`, with `stream_options.include_usage` so the last chunk
 //! carries the usage, cached tokens included). Requests carry a `prompt_cache_key` per cycle so
 //! that OpenAI routes a cycle's requests, which share their prefix, to the same prompt cache.
-//! The reply shape is enforced with strict structured output (`response_format` of type
-//! `json_schema`). Local servers often do not implement it and refuse it (a 400, or a 500 from
+//! The reply shape is asked for with structured output (`response_format` of type
+//! `json_schema`, `strict: false` so that optional arguments stay optional: see
+//! [`super::schema`]). Local servers often do not implement it and refuse it (a 400, or a 500 from
 //! servers whose validation fails on it); the provider then steps down to `json_object` with the
 //! schema, then to JSON asked for in plain text (the agent's lenient parser reads it), once per
 //! refusal and for the rest of the run, because a bot that stops on a missing optional feature
@@ -94,8 +95,10 @@ impl OpenAi {
                     "type": "json_schema",
                     "json_schema": {
                         "name": "upkeep_reply",
-                        "strict": true,
-                        "schema": schema::openai_strict(request.reply_schema),
+                        // Strict mode would make every optional argument required (see
+                        // `llm::schema`): the model would fill them all on every call.
+                        "strict": false,
+                        "schema": schema::openai(request.reply_schema),
                     },
                 });
             }

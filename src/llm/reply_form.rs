@@ -1,7 +1,7 @@
 //! Which form of structured output a provider sends, and stepping down when a server refuses it.
 //!
-//! Why a module of its own: servers differ in what they take. OpenAI's API enforces a strict JSON
-//! schema; OpenAI-compatible servers may refuse it (with a 400, or a 500 when their request
+//! Why a module of its own: servers differ in what they take. OpenAI's API takes a JSON schema;
+//! OpenAI-compatible servers may refuse it (with a 400, or a 500 when their request
 //! validation fails on it) yet take `json_object` with the schema; some take neither. A run
 //! starts at the strongest form and steps down one form per refusal, for the rest of the run, so a
 //! refusal costs one request; a form the operator chose (`--structured-output`) is kept.

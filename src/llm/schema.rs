@@ -1,11 +1,17 @@
 //! The reply schema in each provider's dialect, and what to do when a server refuses it.
 //!
 //! `tools::spec::reply_schema` writes one plain JSON schema. No API accepts all of JSON Schema
-//! for structured output, and each refuses a different part of it: OpenAI's strict mode wants
-//! every property required (optional ones made nullable) and closed objects; Anthropic refuses
-//! numeric and length bounds; Gemini accepts a fixed list of keywords. The transforms here keep
-//! what a dialect enforces and turn the bounds it cannot enforce into words in the property's
-//! `description`, so the model still reads them and the tools still validate them on arrival.
+//! for structured output, and each refuses a different part of it: OpenAI wants closed objects
+//! and no string length bounds; Anthropic refuses numeric and length bounds; Gemini accepts a
+//! fixed list of keywords. The transforms here keep what a dialect enforces and turn the bounds
+//! it cannot enforce into words in the property's `description`, so the model still reads them
+//! and the tools still validate them on arrival.
+//!
+//! Optional arguments stay optional in every dialect. OpenAI's strict mode would make every
+//! property required and the optional ones nullable, and servers that enforce the schema with a
+//! grammar then make the model write every optional argument (an `issue`, review `replies`)
+//! on every call, filled with whatever it invents; so upkeep sends OpenAI's schema with
+//! `strict: false` (see docs/decisions.md).
 //!
 //! Some servers (older models, OpenAI-compatible local servers) refuse structured output
 //! altogether. [`super::reply_form::StructuredOutput`] remembers that for the rest of the run, so the provider
@@ -42,8 +48,6 @@ struct Dialect {
     keep: &'static [&'static str],
     /// Every object gets `additionalProperties: false`.
     close_objects: bool,
-    /// Every property is listed in `required`; the optional ones become nullable.
-    all_required: bool,
     /// `const` is rewritten as a one-value `enum`.
     const_as_enum: bool,
     /// The largest `minItems` kept.
@@ -52,10 +56,10 @@ struct Dialect {
     formats: Option<&'static [&'static str]>,
 }
 
-/// OpenAI strict mode ("Supported schemas" in the Structured Outputs guide): root object,
-/// `additionalProperties: false` and every property required everywhere; no `allOf`, `not`,
-/// `if`/`then`/`else`, and no string length bounds.
-const OPENAI_STRICT: Dialect = Dialect {
+/// OpenAI Structured Outputs ("Supported schemas" in the guide): root object,
+/// `additionalProperties: false`; no `allOf`, `not`, `if`/`then`/`else`, and no string length
+/// bounds. Sent with `strict: false`, so `required` lists only the required properties.
+const OPENAI: Dialect = Dialect {
     keep: &[
         "type",
         "description",
@@ -79,7 +83,6 @@ const OPENAI_STRICT: Dialect = Dialect {
         "maxItems",
     ],
     close_objects: true,
-    all_required: true,
     const_as_enum: false,
     max_min_items: None,
     formats: None,
@@ -110,7 +113,6 @@ const ANTHROPIC: Dialect = Dialect {
         "minItems",
     ],
     close_objects: true,
-    all_required: false,
     const_as_enum: false,
     max_min_items: Some(1),
     formats: Some(&[
@@ -153,7 +155,6 @@ const GEMINI: Dialect = Dialect {
         "propertyOrdering",
     ],
     close_objects: false,
-    all_required: false,
     const_as_enum: true,
     max_min_items: None,
     formats: None,
@@ -174,15 +175,14 @@ const OLLAMA: Dialect = Dialect {
         "const",
     ],
     close_objects: true,
-    all_required: false,
     const_as_enum: false,
     max_min_items: None,
     formats: None,
 };
 
-/// The schema for OpenAI's `response_format` with `strict: true`.
-pub fn openai_strict(schema: &Value) -> Value {
-    transform(schema, &OPENAI_STRICT)
+/// The schema for OpenAI's `response_format` (sent with `strict: false`).
+pub fn openai(schema: &Value) -> Value {
+    transform(schema, &OPENAI)
 }
 
 /// The schema for Anthropic's `output_config.format`.
@@ -270,13 +270,8 @@ fn transform(node: &Value, dialect: &Dialect) -> Value {
         out.insert("description".to_owned(), Value::String(described));
     }
     let is_object = out.get("type").and_then(Value::as_str) == Some("object") || out.contains_key("properties");
-    if is_object {
-        if dialect.close_objects {
-            out.insert("additionalProperties".to_owned(), Value::Bool(false));
-        }
-        if dialect.all_required {
-            require_all(&mut out);
-        }
+    if is_object && dialect.close_objects {
+        out.insert("additionalProperties".to_owned(), Value::Bool(false));
     }
     Value::Object(out)
 }
@@ -285,72 +280,6 @@ fn transform_list(value: &Value, dialect: &Dialect) -> Value {
     match value.as_array() {
         Some(items) => Value::Array(items.iter().map(|item| transform(item, dialect)).collect()),
         None => value.clone(),
-    }
-}
-
-/// Lists every property in `required` and lets the ones that were optional be `null`, which is
-/// how OpenAI's strict mode expresses "may be left out".
-fn require_all(object: &mut Map<String, Value>) {
-    let was_required: Vec<String> = object
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default();
-    let Some(properties) = object.get_mut("properties").and_then(Value::as_object_mut) else {
-        object.insert("properties".to_owned(), json!({}));
-        object.insert("required".to_owned(), json!([]));
-        return;
-    };
-    let mut names = Vec::with_capacity(properties.len());
-    for (name, schema) in properties.iter_mut() {
-        if !was_required.contains(name) {
-            *schema = nullable(std::mem::take(schema));
-        }
-        names.push(Value::String(name.clone()));
-    }
-    object.insert("required".to_owned(), Value::Array(names));
-}
-
-fn nullable(schema: Value) -> Value {
-    let Value::Object(mut object) = schema else {
-        return json!({"anyOf": [schema, {"type": "null"}]});
-    };
-    if object.contains_key("$ref") {
-        return json!({"anyOf": [Value::Object(object), {"type": "null"}]});
-    }
-    let mut changed = false;
-    if let Some(Value::Array(values)) = object.get_mut("enum") {
-        // An enum lists every allowed value, so null must be one of them.
-        if !values.contains(&Value::Null) {
-            values.push(Value::Null);
-        }
-        changed = true;
-    }
-    match object.get_mut("type") {
-        Some(Value::String(single)) if single != "null" => {
-            let single = std::mem::take(single);
-            object.insert("type".to_owned(), json!([single, "null"]));
-            changed = true;
-        }
-        Some(Value::Array(types)) => {
-            if !types.iter().any(|t| t == "null") {
-                types.push(json!("null"));
-            }
-            changed = true;
-        }
-        Some(_) => changed = true,
-        None => {}
-    }
-    if !changed {
-        if let Some(Value::Array(branches)) = object.get_mut("anyOf") {
-            branches.push(json!({"type": "null"}));
-            changed = true;
-        }
-    }
-    if changed {
-        Value::Object(object)
-    } else {
-        json!({"anyOf": [Value::Object(object), {"type": "null"}]})
     }
 }
 

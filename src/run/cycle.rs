@@ -13,7 +13,7 @@ use crate::forge::Forge;
 use crate::limits::Held;
 use crate::llm::{Provider, pricing};
 use crate::repo::{WorkTree, Workspace};
-use crate::tools::{FinishStatus, ToolContext};
+use crate::tools::{CyclePullRequests, FinishStatus, PullRequestScope, ToolContext};
 
 use super::ending::{RunEnd, RunError};
 use super::runner::Runner;
@@ -189,19 +189,23 @@ impl Runner<'_> {
         budget.set_price(price);
 
         let task_key = config.task.as_deref().map(crate::forge::task::task_key);
-        let ctx = ToolContext {
-            workspace,
-            tree: files,
+        let published = CyclePullRequests::default();
+        let pull_request = PullRequestScope {
             forge,
-            commands: &self.commands,
-            redactor: self.events.redactor(),
-            cancel: self.cancel,
             identity: &config.identity,
-            targets: &briefing.targets,
-            cycle_branch: None,
             open_pull_requests: &briefing.open_pull_requests,
             task_key: task_key.as_deref(),
             continued: briefing.continued.as_ref(),
+            published: &published,
+        };
+        let ctx = ToolContext {
+            workspace,
+            tree: files,
+            commands: &self.commands,
+            redactor: self.events.redactor(),
+            cancel: self.cancel,
+            targets: &briefing.targets,
+            pull_request: &pull_request,
             agents: None,
         };
         // Said once: every cycle builds the same team.
@@ -238,9 +242,11 @@ impl Runner<'_> {
                 &briefing.reply_schema,
                 &ctx,
                 budget,
-                &mut self.pull_requests,
             )
             .await;
+        // The cycle's pull requests go to the run's summary whichever way it ended (a question
+        // or a budget after a pull request included).
+        self.pull_requests.extend(published.into_inner());
         // A cycle that did not end with `finish` (a budget, a question, an error, an interrupt)
         // may leave work no pull request carries: it is reported, never dropped silently.
         if !matches!(outcome, Ok(CycleOutcome::Finished { .. })) {

@@ -21,7 +21,7 @@ pub(super) async fn run(level: &Level<'_, '_>, ctx: &ToolContext<'_>) -> Result<
     let mut failed = Vec::new();
     for check in &level.team.checks {
         let tool = check.name().to_owned();
-        let outcome = check.call(&Map::new(), ctx).await;
+        let outcome = check.call(crate::tools::Invocation { ctx, args: &Map::new() }).await;
         let ok = match outcome {
             Ok(_) => true,
             Err(ToolError::RespondToModel(output)) => {

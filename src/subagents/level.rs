@@ -89,10 +89,7 @@ impl Level<'_, '_> {
             masking: self.agent.masking,
             team: Some(team),
         };
-        let mut opened = Vec::new();
-        let ended = agent
-            .run(&exec, self.spend, &system, message, &schema, ctx, &mut opened)
-            .await;
+        let ended = agent.run(&exec, self.spend, &system, message, &schema, ctx).await;
         match ended {
             Ok(end) => Ok(end),
             Err(CycleError::Refused(reason)) => Err(ToolError::model(format!(

@@ -49,7 +49,7 @@ async fn approve(level: &Level<'_, '_>, proposal: &Proposal<'_>, ctx: &ToolConte
     if !settings.review && team.checks.is_empty() {
         return Ok(Approval::Approved);
     }
-    let continued = ctx.continued.map(|continued| continued.branch.as_str());
+    let continued = ctx.pull_request.continued.map(|continued| continued.branch.as_str());
     let diff = ctx
         .workspace
         .proposed_diff(continued)
@@ -156,7 +156,7 @@ async fn ask_reviewer(
         body: proposal.body,
         instructions: team.instructions.as_deref(),
         diff,
-        continued: ctx.continued.map(|continued| continued.number),
+        continued: ctx.pull_request.continued.map(|continued| continued.number),
         window: team.window_for(provider.model()),
     });
     Ok(match level.run_agent(definition, message, ctx).await {

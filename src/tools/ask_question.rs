@@ -3,44 +3,45 @@
 //! run's issue, or one the run may name ([`super::targets`]), with its mentions made inert.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::spec::object_schema;
-use super::{CycleEnd, Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::args::WholeNumber;
+use super::{CycleEnd, Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 
 pub struct AskQuestion;
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AskQuestionArgs {
+    /// the question, with the context a human needs to answer it
+    question_text: String,
+    /// the issue the question is about: one the first message offers; leave it out to ask on the run's own issue
+    pub(crate) issue: Option<WholeNumber>,
+}
+
 #[async_trait]
-impl Tool for AskQuestion {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for AskQuestion {
+    type Args = AskQuestionArgs;
+
+    fn spec_with(&self, parameters: Value) -> ToolSpec {
         ToolSpec::new(
             "ask_question",
             ToolClass::Safe,
             "Stop and ask a human a question when the task is ambiguous or needs a decision you should not make alone. Ends the cycle.",
-            object_schema(&[
-                (
-                    "question_text",
-                    "string",
-                    "the question, with the context a human needs to answer it",
-                    true,
-                ),
-                (
-                    "issue",
-                    "integer",
-                    "the issue the question is about: one the first message offers; leave it out to ask on the run's own issue",
-                    false,
-                ),
-            ]),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let question = args::required_str(arguments, "question_text")?.trim();
+    async fn run(&self, call: Invocation<'_, AskQuestionArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let question = args.question_text.trim();
         if question.is_empty() {
             return Err(ToolError::model("question_text is empty"));
         }
         // Where the question is posted is the run's decision, not the model's.
-        let issue = ctx.targets.issue(args::optional_number(arguments, "issue")?)?;
+        let issue = ctx.targets.issue(args.issue.map(|issue| issue.0))?;
         Ok(ToolOutput::EndCycle(CycleEnd::Question {
             question: ctx.postable(question),
             issue,

@@ -9,9 +9,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
 
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec};
+use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::config::answer_schema::AnswerSchema;
 
 pub struct CompleteTask {
@@ -25,38 +27,40 @@ impl CompleteTask {
     }
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompleteTaskArgs {
+    /// your answer, complete in itself: the caller sees nothing else of your work
+    // Text, or the object of the agent's output schema (which then replaces this schema).
+    #[schemars(with = "String")]
+    answer: Value,
+}
+
 #[async_trait]
-impl Tool for CompleteTask {
-    fn spec(&self) -> ToolSpec {
-        let answer = match &self.schema {
-            Some(schema) => {
-                let mut answer = schema.schema().clone();
-                answer["description"] = json!("your answer: a JSON object matching this schema");
-                answer
-            }
-            None => {
-                json!({"type": "string", "description": "your answer, complete in itself: the caller sees nothing else of your work"})
-            }
-        };
+impl TypedTool for CompleteTask {
+    type Args = CompleteTaskArgs;
+
+    /// The generated schema; an agent with an output schema answers with its object instead.
+    fn spec_with(&self, mut parameters: Value) -> ToolSpec {
+        if let Some(schema) = &self.schema {
+            let mut answer = schema.schema().clone();
+            answer["description"] = json!("your answer: a JSON object matching this schema");
+            parameters["properties"]["answer"] = answer;
+        }
         ToolSpec::new(
             "complete_task",
             ToolClass::Safe,
             "Finish your task and give your answer to the agent that asked. Calls after it in the same reply are skipped.",
-            json!({
-                "type": "object",
-                "properties": {"answer": answer},
-                "required": ["answer"],
-                "additionalProperties": false,
-            }),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let answer = arguments
-            .get("answer")
-            .filter(|answer| !answer.is_null())
-            .ok_or_else(|| ToolError::model("missing required argument `answer`"))?;
-        let answer = match (&self.schema, answer) {
+    async fn run(&self, call: Invocation<'_, CompleteTaskArgs>) -> Result<ToolOutput, ToolError> {
+        let answer = call.args.answer;
+        if answer.is_null() {
+            return Err(ToolError::model("missing required argument `answer`"));
+        }
+        let answer = match (&self.schema, &answer) {
             (Some(schema), answer) => schema.check(answer).map_err(ToolError::model)?,
             (None, Value::String(text)) if text.trim().is_empty() => {
                 return Err(ToolError::model(

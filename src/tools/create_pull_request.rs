@@ -7,63 +7,142 @@
 //! [`SubAgents`](super::delegate::SubAgents): the operator's checks and the reviewer. A round
 //! that fails is this call's error (nothing committed, the change left in the clone); after the
 //! last round the pull request opens with the unresolved findings appended to its body.
+//!
+//! Everything this tool works from beyond the shared context is its [`PullRequestScope`]
+//! (forge, identity, what the cycle is for), and the pull requests it publishes are recorded
+//! there, so the generic turn loop keeps no pull-request bookkeeping.
+//!
+//! The `replies` argument (one answer per review thread) exists only in a cycle that follows up
+//! review comments: elsewhere it is neither in the schema the model sees nor accepted.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 
+use super::args::{self, WholeNumber};
 use super::branch::BranchChoice;
-use super::spec::object_schema;
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::{PullRequestScope, RawInvocation, Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec};
 use crate::forge::PullRequestDraft;
 use crate::repo::WorkspaceError;
 
-pub struct CreatePullRequest;
+pub struct CreatePullRequest {
+    /// The cycle follows up review comments: the `replies` argument is offered.
+    review: bool,
+}
+
+impl CreatePullRequest {
+    /// `create_pull_request` for a cycle that follows up review comments (`review`) or not.
+    pub fn new(review: bool) -> Self {
+        Self { review }
+    }
+}
+
+/// The arguments outside a review follow-up.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PullRequestArgs {
+    /// pull request title, imperative and specific
+    title: String,
+    /// what changed and why, in Markdown
+    body: String,
+    /// the issue this resolves: one the first message offers; leave it out to work the run's own issue
+    issue: Option<WholeNumber>,
+}
+
+/// The arguments in a review follow-up: those of [`PullRequestArgs`] and the replies.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReviewFollowUpArgs {
+    /// pull request title, imperative and specific
+    title: String,
+    /// what changed and why, in Markdown
+    body: String,
+    /// the issue this resolves: one the first message offers; leave it out to work the run's own issue
+    issue: Option<WholeNumber>,
+    /// one reply per review thread you addressed
+    replies: Option<Vec<ReviewReply>>,
+}
+
+// One answer in a review thread (a plain comment: a doc comment would describe it to the model).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReviewReply {
+    /// the review thread's id, as the first message names it
+    comment_id: WholeNumber,
+    /// what you changed for this thread
+    body: String,
+}
+
+impl From<PullRequestArgs> for ReviewFollowUpArgs {
+    fn from(args: PullRequestArgs) -> Self {
+        Self {
+            title: args.title,
+            body: args.body,
+            issue: args.issue,
+            replies: None,
+        }
+    }
+}
 
 #[async_trait]
 impl Tool for CreatePullRequest {
     fn spec(&self) -> ToolSpec {
+        let parameters = if self.review {
+            args::schema_for::<ReviewFollowUpArgs>()
+        } else {
+            args::schema_for::<PullRequestArgs>()
+        };
         ToolSpec::new(
             "create_pull_request",
             ToolClass::Safe,
             "Commit every change made so far on a bot branch, push it and open a pull request (or update the open one for the same branch). Call finish afterwards.",
-            parameters(),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, call: RawInvocation<'_>) -> Result<ToolOutput, ToolError> {
+        let ctx = call.ctx;
+        let arguments: ReviewFollowUpArgs = if self.review {
+            args::parse(call.args)?
+        } else {
+            args::parse::<PullRequestArgs>(call.args)?.into()
+        };
+        let scope = ctx.pull_request;
         // Which issue this is for is the run's decision ([`super::targets`]), checked before
         // anything is committed, reviewed or pushed.
-        let issue = ctx.targets.issue(args::optional_number(arguments, "issue")?)?;
+        let issue = ctx.targets.issue(arguments.issue.map(|issue| issue.0))?;
         // What the model wrote is posted with the bot's account: no mention in it notifies
         // anyone, and the title closes nothing (the body's closing references are settled by
         // `body_with_issue` wherever the body is sent).
-        let written_title = ctx.redactor.redact(args::required_str(arguments, "title")?.trim());
+        let written_title = ctx.redactor.redact(arguments.title.trim());
         let title = crate::forge::closing::neutralise(&ctx.postable(&written_title), None);
-        let body = ctx.postable(args::required_str(arguments, "body")?);
+        let body = ctx.postable(&arguments.body);
         if title.is_empty() {
             return Err(ToolError::model("title is empty"));
         }
-        let replies = replies(arguments, ctx)?;
-        let branch = match ctx.continued {
+        let replies = replies(arguments.replies.unwrap_or_default(), ctx)?;
+        let cycle_branch = scope.published.branch();
+        let branch = match scope.continued {
             // The pull request being continued takes the commit, whatever the title says.
             Some(continued) => continued.branch.clone(),
             None => BranchChoice {
-                cycle_branch: ctx.cycle_branch,
+                cycle_branch: cycle_branch.as_deref(),
                 issue,
                 // Named after the title as written: what is made inert does not rename it.
                 title: &written_title,
-                task_key: ctx.task_key,
-                open: ctx.open_pull_requests,
+                task_key: scope.task_key,
+                open: scope.open_pull_requests,
             }
             .pick(),
         };
-        if ctx.cycle_branch.is_none() && ctx.targets.closed_branch(&branch) {
+        if cycle_branch.is_none() && ctx.targets.closed_branch(&branch) {
             return Err(ToolError::model(format!(
                 "a pull request on {branch} was closed without merging: that task is over (see \"Closed without merging\" in the first message). Pick another task, or, if this is a different task, give it a different title"
             )));
         }
         // An issue is its own identity; a task without one is recognised by its key.
-        let task_key = ctx.task_key.filter(|_| issue.is_none()).map(str::to_owned);
+        let task_key = scope.task_key.filter(|_| issue.is_none()).map(str::to_owned);
         let workspace = ctx.workspace;
         let approval = match ctx.agents {
             Some(agents) => {
@@ -79,7 +158,7 @@ impl Tool for CreatePullRequest {
 
         let on_bot_branch = workspace.current_branch().await.map_err(fatal)? == branch;
         let message = format!("{title}\n\n{}", crate::forge::body_with_issue(&body, issue));
-        let commit = match workspace.commit(&branch, &message, ctx.identity, ctx.redactor).await {
+        let commit = match workspace.commit(&branch, &message, scope.identity, ctx.redactor).await {
             Ok(commit) => commit,
             // The change was committed by an earlier call whose publishing failed: publish it.
             Err(WorkspaceError::NothingToCommit) if on_bot_branch => workspace.head().await.map_err(fatal)?,
@@ -110,17 +189,18 @@ impl Tool for CreatePullRequest {
             body,
             issue,
             task_key,
-            follow_up: ctx.continued.map(|continued| continued.number),
+            follow_up: scope.continued.map(|continued| continued.number),
             unreviewed,
         };
-        match ctx.forge.publish(workspace, &draft).await {
+        match scope.forge.publish(workspace, &draft).await {
             Ok(mut pull_request) => {
                 // What the pull request carries is saved: `finish` may end the cycle now.
                 workspace.mark_saved(commit);
                 pull_request.task_key = draft.task_key.clone();
-                if let Some(continued) = ctx.continued.filter(|continued| continued.review) {
-                    answer_review(ctx, continued, &replies, &draft.body, &mut pull_request).await;
+                if let Some(continued) = scope.continued.filter(|continued| continued.review) {
+                    answer_review(ctx, scope, continued, &replies, &draft.body, &mut pull_request).await;
                 }
+                scope.published.record(pull_request.clone());
                 Ok(ToolOutput::PullRequest(pull_request))
             }
             Err(error) if error.is_fatal() => Err(ToolError::Fatal(anyhow::Error::new(error))),
@@ -132,56 +212,16 @@ impl Tool for CreatePullRequest {
     }
 }
 
-/// The arguments: title, body, issue, and the review replies of a follow-up.
-fn parameters() -> Value {
-    let mut schema = object_schema(&[
-        ("title", "string", "pull request title, imperative and specific", true),
-        ("body", "string", "what changed and why, in Markdown", true),
-        (
-            "issue",
-            "integer",
-            "the issue this resolves: one the first message offers; leave it out to work the run's own issue",
-            false,
-        ),
-    ]);
-    schema["properties"]["replies"] = json!({
-        "type": "array",
-        "description": "review follow-up only: one reply per review thread you addressed",
-        "items": {
-            "type": "object",
-            "properties": {
-                "comment_id": {"type": "integer", "description": "the review thread's id, as the first message names it"},
-                "body": {"type": "string", "description": "what you changed for this thread"},
-            },
-            "required": ["comment_id", "body"],
-            "additionalProperties": false,
-        },
-    });
-    schema
-}
-
-/// The `replies` argument as (thread id, text); only meaningful in a review follow-up.
-fn replies(arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<Vec<(u64, String)>, ToolError> {
-    let Some(value) = arguments.get("replies").filter(|v| !v.is_null()) else {
-        return Ok(Vec::new());
-    };
-    let Some(items) = value.as_array() else {
-        return Err(ToolError::model(format!(
-            "`replies` must be an array of {{\"comment_id\", \"body\"}} objects, not {}",
-            args::type_name(value)
-        )));
-    };
-    let threads = ctx.continued.map(|c| c.threads.as_slice()).unwrap_or_default();
-    let mut replies = Vec::with_capacity(items.len());
-    for item in items {
-        let (Some(id), Some(body)) = (
-            item.get("comment_id").and_then(Value::as_u64),
-            item.get("body").and_then(Value::as_str),
-        ) else {
-            return Err(ToolError::model(
-                "each entry of `replies` needs `comment_id` (integer) and `body` (string)",
-            ));
-        };
+/// The `replies` argument as (thread id, text); only offered in a review follow-up.
+fn replies(replies: Vec<ReviewReply>, ctx: &ToolContext<'_>) -> Result<Vec<(u64, String)>, ToolError> {
+    let threads = ctx
+        .pull_request
+        .continued
+        .map(|c| c.threads.as_slice())
+        .unwrap_or_default();
+    let mut answers = Vec::with_capacity(replies.len());
+    for ReviewReply { comment_id, body } in replies {
+        let id = comment_id.0;
         if !threads.contains(&id) {
             return Err(ToolError::model(format!(
                 "review thread {id} is not one of the threads in the first message ({}); reply only in those",
@@ -192,15 +232,16 @@ fn replies(arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<Vec<
                 }
             )));
         }
-        replies.push((id, ctx.postable(body)));
+        answers.push((id, ctx.postable(&body)));
     }
-    Ok(replies)
+    Ok(answers)
 }
 
 /// Answers the review after the follow-up commit was pushed. A failure to post is reported in
 /// the call's result but does not undo the push (the commit is there for the maintainers).
 async fn answer_review(
     ctx: &ToolContext<'_>,
+    scope: &PullRequestScope<'_>,
     continued: &crate::forge::ContinuedPullRequest,
     replies: &[(u64, String)],
     body: &str,
@@ -214,7 +255,7 @@ async fn answer_review(
         }
     };
     let answer = crate::conversation::follow_up::answer(continued, replies, body, &commit);
-    match ctx.forge.answer_feedback(&answer).await {
+    match scope.forge.answer_feedback(&answer).await {
         Ok(posted) => pull_request.answers = posted,
         Err(error) => pull_request.answers = vec![format!("the review was not answered: {error}")],
     }

@@ -2,10 +2,10 @@
 //! checked declaration of [`crate::exec::declared_command`] (templates, validation) and the runner.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
 use super::run_shell_command::{command_spec, run_for_model};
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec};
+use super::{RawInvocation, Tool, ToolClass, ToolError, ToolOutput, ToolSpec};
 use crate::config::{ConfigError, DeclaredToolConfig};
 use crate::exec::declared_command::Declaration;
 
@@ -66,7 +66,10 @@ impl Tool for DeclaredTool {
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+    /// The operator declares the parameters, so they are only known at run time: the
+    /// declaration checks the model's object itself ([`Declaration::build_args`]).
+    async fn call(&self, call: RawInvocation<'_>) -> Result<ToolOutput, ToolError> {
+        let RawInvocation { ctx, args: arguments } = call;
         let declaration = &self.declaration;
         let args = declaration
             .build_args(arguments)

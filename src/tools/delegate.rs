@@ -8,10 +8,11 @@
 //! and never on how agents run.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::spec::object_schema;
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::{Invocation, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, TypedTool};
 
 /// What a pull request is about to carry, for the gate before the push.
 #[derive(Debug, Clone, Copy)]
@@ -55,9 +56,21 @@ impl Delegate {
     }
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DelegateArgs {
+    /// which agent to ask
+    agent: String,
+    /// the task or question, complete in itself
+    task: String,
+}
+
 #[async_trait]
-impl Tool for Delegate {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for Delegate {
+    type Args = DelegateArgs;
+
+    /// The generated schema, with `agent` narrowed to the agents of this run.
+    fn spec_with(&self, mut parameters: Value) -> ToolSpec {
         let mut description = String::from(
             "Give a self-contained task to a sub-agent: it works in a fresh context (it does not see this conversation) with its own tools and returns only its answer, so what it reads does not fill your context. Agents:",
         );
@@ -65,17 +78,14 @@ impl Tool for Delegate {
             description.push_str(&format!("\n- `{name}`: {about}"));
         }
         let names: Vec<Value> = self.agents.iter().map(|(name, _)| Value::from(name.as_str())).collect();
-        let mut parameters = object_schema(&[
-            ("agent", "string", "which agent to ask", true),
-            ("task", "string", "the task or question, complete in itself", true),
-        ]);
         parameters["properties"]["agent"]["enum"] = Value::Array(names);
         ToolSpec::new("delegate", ToolClass::Safe, &description, parameters)
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let agent = args::required_str(arguments, "agent")?.trim();
-        let task = args::required_str(arguments, "task")?.trim();
+    async fn run(&self, call: Invocation<'_, DelegateArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let agent = args.agent.trim();
+        let task = args.task.trim();
         if task.is_empty() {
             return Err(ToolError::model(
                 "`task` is empty: say what the agent should do or answer",

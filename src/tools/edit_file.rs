@@ -5,40 +5,46 @@
 //! written back in its own encoding (see `repo::text_encoding`); binary files are refused.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::line_endings::LineEnding;
-use super::spec::object_schema;
 use super::write_file::{MAX_WRITE_BYTES, write_checked};
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::repo::text_encoding::{Input, decode};
 
 pub struct EditFile;
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EditFileArgs {
+    /// file path relative to the repository root
+    path: String,
+    /// the exact text to replace (must occur exactly once)
+    old_text: String,
+    /// the replacement text
+    new_text: String,
+}
+
 #[async_trait]
-impl Tool for EditFile {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for EditFile {
+    type Args = EditFileArgs;
+
+    fn spec_with(&self, parameters: Value) -> ToolSpec {
         ToolSpec::new(
             "edit_file",
             ToolClass::Safe,
             "Replace one exact occurrence of old_text with new_text in a file. old_text must appear exactly once; include surrounding lines to make it unique. The file keeps its encoding and line endings; a character its encoding cannot hold is refused.",
-            object_schema(&[
-                ("path", "string", "file path relative to the repository root", true),
-                (
-                    "old_text",
-                    "string",
-                    "the exact text to replace (must occur exactly once)",
-                    true,
-                ),
-                ("new_text", "string", "the replacement text", true),
-            ]),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let requested = args::required_str(arguments, "path")?;
-        let old_text = args::required_str(arguments, "old_text")?;
-        let new_text = ctx.redactor.redact(args::required_str(arguments, "new_text")?);
+    async fn run(&self, call: Invocation<'_, EditFileArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let requested = args.path.as_str();
+        let old_text = args.old_text.as_str();
+        let new_text = ctx.redactor.redact(&args.new_text);
         if old_text.is_empty() {
             return Err(ToolError::model("old_text is empty; to create a file use write_file"));
         }

@@ -3,45 +3,42 @@
 //! them with the clone.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::{CycleEnd, FinishStatus, Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::{CycleEnd, FinishStatus, Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 
 /// Files named in the refusal at most; the rest are counted.
 const MAX_NAMED_FILES: usize = 20;
 
 pub struct Finish;
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FinishArgs {
+    /// completed or no_tasks
+    status: FinishStatus,
+    /// one or two sentences on what was done
+    summary: String,
+}
+
 #[async_trait]
-impl Tool for Finish {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for Finish {
+    type Args = FinishArgs;
+
+    fn spec_with(&self, parameters: Value) -> ToolSpec {
         ToolSpec::new(
             "finish",
             ToolClass::Safe,
             "End the cycle. status `completed` after the task is done (pull request opened), or `no_tasks` when there is nothing to do.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "status": {"type": "string", "enum": ["completed", "no_tasks"], "description": "completed or no_tasks"},
-                    "summary": {"type": "string", "description": "one or two sentences on what was done"},
-                },
-                "required": ["status", "summary"],
-                "additionalProperties": false,
-            }),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let status = match args::required_str(arguments, "status")? {
-            "completed" => FinishStatus::Completed,
-            "no_tasks" => FinishStatus::NoTasks,
-            other => {
-                return Err(ToolError::model(format!(
-                    "status must be \"completed\" or \"no_tasks\", got {other:?}"
-                )));
-            }
-        };
-        let summary = args::optional_str(arguments, "summary")?.unwrap_or_default().to_owned();
+    async fn run(&self, call: Invocation<'_, FinishArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let FinishArgs { status, summary } = args;
         // Ending the cycle drops the clone: work no pull request carries would be lost.
         let unsaved = ctx.workspace.unsaved().await.map_err(|error| {
             ToolError::Fatal(anyhow::Error::new(error).context("checking the clone for unsaved changes"))

@@ -2,10 +2,11 @@
 //! the model sees the project, not its build output. Walks through the repository gate.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::spec::object_schema;
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::repo::{EntryKind, walk};
 
 /// Most paths one call returns.
@@ -13,24 +14,29 @@ const MAX_ENTRIES: usize = 2000;
 
 pub struct ListFiles;
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListFilesArgs {
+    /// folder relative to the repository root; omit for the root
+    path: Option<String>,
+}
+
 #[async_trait]
-impl Tool for ListFiles {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for ListFiles {
+    type Args = ListFilesArgs;
+
+    fn spec_with(&self, parameters: Value) -> ToolSpec {
         ToolSpec::new(
             "list_files",
             ToolClass::Safe,
             "List the files under a folder (default: the whole repository), one path per line; files ignored by .gitignore are left out.",
-            object_schema(&[(
-                "path",
-                "string",
-                "folder relative to the repository root; omit for the root",
-                false,
-            )]),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let requested = args::optional_str(arguments, "path")?.unwrap_or(".");
+    async fn run(&self, call: Invocation<'_, ListFilesArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let requested = args.path.as_deref().unwrap_or(".");
         let dir = ctx
             .tree
             .resolve(requested)

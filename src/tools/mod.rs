@@ -6,12 +6,18 @@
 //! [`ToolError::Fatal`] ends the run (a rejected token, a broken repository). Tools that end
 //! the cycle (`finish`, `ask_question`) say so through [`ToolOutput::EndCycle`] rather than by
 //! side effect, so the agent loop stays the one place that decides when a cycle is over.
+//!
+//! Each call is one [`Invocation`]: the [`ToolContext`] of the run and the cycle, and the
+//! arguments. Most tools are `TypedTool`s, whose arguments are a serde struct the schema the
+//! model sees is generated from ([`args`]).
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::forge::{Forge, PullRequest};
+use crate::forge::PullRequest;
 use crate::repo::Workspace;
 
 pub mod args;
@@ -25,6 +31,7 @@ pub mod edit_file;
 pub mod finish;
 pub mod line_endings;
 pub mod list_files;
+pub mod pull_request_scope;
 pub mod read_file;
 pub mod registry;
 pub mod run_shell_command;
@@ -33,11 +40,12 @@ pub mod spec;
 pub mod targets;
 pub mod write_file;
 
+pub use pull_request_scope::{CyclePullRequests, PullRequestScope};
 pub use registry::{Lookup, ToolRegistry, ToolSelection};
 pub use spec::{ToolClass, ToolSpec};
 
 /// How `finish` says the cycle ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FinishStatus {
     Completed,
@@ -83,30 +91,19 @@ impl ToolError {
 /// Settings for tools that run programs (they live with the runner, in [`crate::exec`]).
 pub use crate::exec::CommandSettings;
 
-/// What a tool may touch while it runs.
+/// What a tool may touch while it runs: the run's and the cycle's parts every tool shares.
 pub struct ToolContext<'a> {
     pub workspace: &'a Workspace,
     /// The only way tools reach the repository's files (see [`crate::repo::fs`]).
     pub tree: &'a crate::repo::WorkTree,
-    pub forge: &'a dyn Forge,
     pub commands: &'a CommandSettings,
     pub redactor: &'a crate::secrets::Redactor,
     pub cancel: &'a CancellationToken,
-    pub identity: &'a crate::repo::Identity,
     /// The issues calls may name, and the one a call that names none works on: the model
     /// chooses content, never where the bot posts, pushes or closes.
     pub targets: &'a targets::Targets,
-    /// Pull requests opened or updated earlier in this cycle, so a second
-    /// `create_pull_request` updates the same branch instead of opening another.
-    pub cycle_branch: Option<&'a str>,
-    /// The bot's open pull requests when the cycle started (this run's included): working the
-    /// same issue or task updates one of them instead of opening a second.
-    pub open_pull_requests: &'a [crate::forge::OpenPullRequest],
-    /// The key of the task text, when the run was given one (see [`crate::forge::task::task_key`]).
-    pub task_key: Option<&'a str>,
-    /// The bot's open pull request this cycle continues (a review follow-up, or an answered
-    /// question on an issue that has one): its branch takes the commit, pushed on top.
-    pub continued: Option<&'a crate::forge::ContinuedPullRequest>,
+    /// What only `create_pull_request` (and the gate it asks before a push) works from.
+    pub pull_request: &'a PullRequestScope<'a>,
     /// The calling agent's execution context and sub-agents (`delegate`, the reviewer and checks
     /// before a push); set by the turn loop for every call, `None` where there are none.
     pub agents: Option<&'a dyn delegate::SubAgents>,
@@ -120,8 +117,45 @@ impl ToolContext<'_> {
     }
 }
 
+/// One call of a tool, as the turn loop hands it over: what the run and the cycle let the tool
+/// touch, and the call's arguments (typed, for a `TypedTool`; the model's object as sent, for
+/// a tool whose arguments are only known at run time, such as a declared command tool).
+pub struct Invocation<'a, A> {
+    pub ctx: &'a ToolContext<'a>,
+    pub args: A,
+}
+
+/// A call whose arguments are still the model's JSON object.
+pub type RawInvocation<'a> = Invocation<'a, &'a Map<String, Value>>;
+
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError>;
+    async fn call(&self, call: RawInvocation<'_>) -> Result<ToolOutput, ToolError>;
+}
+
+/// A tool whose arguments are a serde struct: the schema the model sees is generated from
+/// [`TypedTool::Args`] and the call reads the same struct ([`args::parse`]), so the two cannot
+/// disagree. A malformed argument is the call's error, naming the argument.
+#[async_trait]
+pub(crate) trait TypedTool: Send + Sync {
+    type Args: DeserializeOwned + JsonSchema + Send;
+
+    /// The tool's spec around `parameters`, the schema generated from [`TypedTool::Args`]
+    /// (a tool may narrow it with what only the run knows, such as `delegate`'s agent names).
+    fn spec_with(&self, parameters: Value) -> ToolSpec;
+
+    async fn run(&self, call: Invocation<'_, Self::Args>) -> Result<ToolOutput, ToolError>;
+}
+
+#[async_trait]
+impl<T: TypedTool> Tool for T {
+    fn spec(&self) -> ToolSpec {
+        self.spec_with(args::schema_for::<T::Args>())
+    }
+
+    async fn call(&self, call: RawInvocation<'_>) -> Result<ToolOutput, ToolError> {
+        let args = args::parse::<T::Args>(call.args)?;
+        self.run(Invocation { ctx: call.ctx, args }).await
+    }
 }

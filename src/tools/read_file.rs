@@ -5,9 +5,12 @@
 //! a notice naming its encoding, binary files are refused.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::args::WholeNumber;
+use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::repo::text_encoding::{DecodedText, Input, decode};
 
 /// Most bytes one call returns; a larger file or range comes back as a window.
@@ -17,30 +20,35 @@ const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 pub struct ReadFile;
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReadFileArgs {
+    /// file path relative to the repository root
+    path: String,
+    /// first line to read (1-based); omit to start at the top
+    start_line: Option<WholeNumber>,
+    /// last line to read (inclusive); omit to read to the end
+    end_line: Option<WholeNumber>,
+}
+
 #[async_trait]
-impl Tool for ReadFile {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for ReadFile {
+    type Args = ReadFileArgs;
+
+    fn spec_with(&self, parameters: Value) -> ToolSpec {
         ToolSpec::new(
             "read_file",
             ToolClass::Safe,
             "Read a text file of the repository, whole or lines start_line..end_line (1-based, inclusive). Output over 64 KiB is cut to a window of whole lines, with the file's total line count and the start_line to read on from. Text that is not UTF-8 is shown decoded with its encoding named; binary files are refused.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "file path relative to the repository root"},
-                    "start_line": {"type": "integer", "description": "first line to read (1-based); omit to start at the top"},
-                    "end_line": {"type": "integer", "description": "last line to read (inclusive); omit to read to the end"},
-                },
-                "required": ["path"],
-                "additionalProperties": false,
-            }),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let requested = args::required_str(arguments, "path")?;
-        let start = args::optional_number(arguments, "start_line")?;
-        let end = args::optional_number(arguments, "end_line")?;
+    async fn run(&self, call: Invocation<'_, ReadFileArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let requested = args.path.as_str();
+        let start = args.start_line.map(|line| line.0);
+        let end = args.end_line.map(|line| line.0);
         let (path, file) = ctx.tree.read(requested, MAX_FILE_BYTES).map_err(|error| match error {
             crate::repo::GateError::IsDir(_) => ToolError::model(format!(
                 "{requested:?} is a directory; use list_files to see what it holds"

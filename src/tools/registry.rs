@@ -13,6 +13,8 @@ use super::{Tool, ToolClass, ToolSpec};
 pub struct ToolSelection {
     /// `--allow-dangerous-tools`: run_shell_command and every declared command tool.
     pub dangerous: bool,
+    /// The cycle follows up review comments: `create_pull_request` takes `replies`.
+    pub review: bool,
 }
 
 /// A tool beyond the built-ins (a declared command tool) and whether the operator allowed it.
@@ -32,14 +34,14 @@ pub struct ToolRegistry {
 }
 
 /// Every built-in tool, in the order the model sees them.
-fn builtins() -> Vec<Box<dyn Tool>> {
+fn builtins(selection: &ToolSelection) -> Vec<Box<dyn Tool>> {
     vec![
         Box::new(super::read_file::ReadFile),
         Box::new(super::list_files::ListFiles),
         Box::new(super::search_files::SearchFiles),
         Box::new(super::write_file::WriteFile),
         Box::new(super::edit_file::EditFile),
-        Box::new(super::create_pull_request::CreatePullRequest),
+        Box::new(super::create_pull_request::CreatePullRequest::new(selection.review)),
         Box::new(super::ask_question::AskQuestion),
         Box::new(super::finish::Finish),
         Box::new(super::run_shell_command::RunShellCommand),
@@ -53,7 +55,7 @@ impl ToolRegistry {
             enabled: Vec::new(),
             withheld: Vec::new(),
         };
-        for tool in builtins() {
+        for tool in builtins(selection) {
             let spec = tool.spec();
             if spec.class == ToolClass::Safe || selection.dangerous {
                 registry.enabled.push((spec, Arc::from(tool)));

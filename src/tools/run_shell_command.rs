@@ -4,14 +4,22 @@
 //! with known secrets redacted, and the lexical blocklist as a backstop.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::spec::object_schema;
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::{Invocation, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::exec::readable::readable_paths;
 use crate::exec::{CommandSpec, SandboxPolicy, blocklist, command_environment, run};
 
 pub struct RunShellCommand;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunShellCommandArgs {
+    /// the shell command line
+    command: String,
+}
 
 /// The environment, sandbox and limits every command tool runs with. Fails when the run set up
 /// no sandbox plan (commands never run without one).
@@ -69,18 +77,21 @@ pub async fn run_for_model(spec: &CommandSpec, ctx: &ToolContext<'_>) -> Result<
 }
 
 #[async_trait]
-impl Tool for RunShellCommand {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for RunShellCommand {
+    type Args = RunShellCommandArgs;
+
+    fn spec_with(&self, parameters: Value) -> ToolSpec {
         ToolSpec::new(
             "run_shell_command",
             ToolClass::Dangerous,
             "Run a shell command (sh -c) in the repository root, e.g. to build or test. No input is available; output is capped; long commands are killed at the timeout.",
-            object_schema(&[("command", "string", "the shell command line", true)]),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let command = args::required_str(arguments, "command")?;
+    async fn run(&self, call: Invocation<'_, RunShellCommandArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let command = args.command.as_str();
         blocklist::check(command).map_err(ToolError::model)?;
         let spec = command_spec("sh", vec!["-c".into(), command.to_owned()], &[], ctx)?;
         run_for_model(&spec, ctx).await

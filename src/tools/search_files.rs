@@ -7,10 +7,11 @@
 use std::ops::ControlFlow;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::spec::object_schema;
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::repo::text_encoding::{Input, decode};
 use crate::repo::{EntryKind, RepoPath, walk};
 
@@ -22,28 +23,32 @@ const MAX_FILES: usize = 50_000;
 
 pub struct SearchFiles;
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SearchFilesArgs {
+    /// regular expression to search for
+    pattern: String,
+    /// folder or file to search in; omit for the whole repository
+    path: Option<String>,
+}
+
 #[async_trait]
-impl Tool for SearchFiles {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for SearchFiles {
+    type Args = SearchFilesArgs;
+
+    fn spec_with(&self, parameters: Value) -> ToolSpec {
         ToolSpec::new(
             "search_files",
             ToolClass::Safe,
             "Search the repository's text files for a regular expression (Rust regex syntax); returns matching lines as `path:line: text`, at most 200.",
-            object_schema(&[
-                ("pattern", "string", "regular expression to search for", true),
-                (
-                    "path",
-                    "string",
-                    "folder or file to search in; omit for the whole repository",
-                    false,
-                ),
-            ]),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let pattern = args::required_str(arguments, "pattern")?;
-        let requested = args::optional_str(arguments, "path")?.unwrap_or(".");
+    async fn run(&self, call: Invocation<'_, SearchFilesArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let pattern = args.pattern.as_str();
+        let requested = args.path.as_deref().unwrap_or(".");
         let regex = regex::RegexBuilder::new(pattern)
             .size_limit(1 << 20)
             .build()

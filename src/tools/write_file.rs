@@ -3,11 +3,12 @@
 //! line-ending style and final newline; a new file is UTF-8.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::line_endings::conform;
-use super::spec::object_schema;
-use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
+use super::{Invocation, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::repo::Written;
 use crate::repo::text_encoding::{Input, NotText, TextEncoding, decode};
 
@@ -15,6 +16,15 @@ use crate::repo::text_encoding::{Input, NotText, TextEncoding, decode};
 pub const MAX_WRITE_BYTES: usize = 1024 * 1024;
 
 pub struct WriteFile;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WriteFileArgs {
+    /// file path relative to the repository root
+    path: String,
+    /// the complete new content of the file
+    content: String,
+}
 
 /// Writes `content` as the whole file `requested` in `encoding`, refusing oversized content and
 /// characters the encoding cannot hold; says what it did.
@@ -57,24 +67,24 @@ pub(crate) fn write_checked(
 }
 
 #[async_trait]
-impl Tool for WriteFile {
-    fn spec(&self) -> ToolSpec {
+impl TypedTool for WriteFile {
+    type Args = WriteFileArgs;
+
+    fn spec_with(&self, parameters: Value) -> ToolSpec {
         ToolSpec::new(
             "write_file",
             ToolClass::Safe,
             "Create or overwrite a file with the given content (the whole file). Folders are created as needed; a new file is UTF-8; an existing file keeps its encoding (a character its encoding cannot hold is refused), line endings and final newline.",
-            object_schema(&[
-                ("path", "string", "file path relative to the repository root", true),
-                ("content", "string", "the complete new content of the file", true),
-            ]),
+            parameters,
         )
     }
 
-    async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let requested = args::required_str(arguments, "path")?;
+    async fn run(&self, call: Invocation<'_, WriteFileArgs>) -> Result<ToolOutput, ToolError> {
+        let Invocation { ctx, args } = call;
+        let requested = args.path.as_str();
         // A secret can only reach the model through a leak elsewhere; should one have, it still
         // never lands in a file of the clone (and so never in a pull request).
-        let content = ctx.redactor.redact(args::required_str(arguments, "content")?);
+        let content = ctx.redactor.redact(&args.content);
         // Refused paths are refused before the old content is looked at.
         let target = ctx
             .tree

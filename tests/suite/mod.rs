@@ -32,4 +32,5 @@ mod sandbox;
 mod secrets;
 mod streaming;
 pub mod support;
+mod tool_arguments;
 mod unsaved;
