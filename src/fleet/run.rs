@@ -33,6 +33,7 @@ use crate::config::{ConfigError, GitHubSettings};
 use crate::events::{EventSink, Verbosity};
 use crate::exit::ExitStatus;
 use crate::orchestrator;
+use crate::outcome::Outcome;
 use crate::repo_outcome::RepoOutcome;
 use crate::secrets::Redactor;
 
@@ -182,8 +183,7 @@ async fn execute(plan: &FleetPlan, defaults: &RunArgs, cancel: &CancellationToke
         if share == Share::Exhausted {
             outcomes[index] = Some(RepoOutcome::not_run(
                 &entry.display,
-                "fleet_budget",
-                ExitStatus::Budget,
+                Outcome::FleetBudget,
                 Some("--fleet-max-cost is spent; not started".into()),
             ));
             continue;
@@ -216,8 +216,7 @@ async fn execute(plan: &FleetPlan, defaults: &RunArgs, cancel: &CancellationToke
             outcome.unwrap_or_else(|| {
                 RepoOutcome::not_run(
                     &entry.display,
-                    "not_started",
-                    ExitStatus::Interrupted,
+                    Outcome::NotStarted,
                     Some("interrupted before this repository started".into()),
                 )
             })
@@ -242,8 +241,7 @@ fn record(
             tracing::error!("the run of {repo} crashed: {error}");
             outcomes[index] = Some(RepoOutcome::not_run(
                 repo,
-                "error",
-                ExitStatus::Failure,
+                Outcome::Error,
                 Some(format!("the run crashed: {error}")),
             ));
         }

@@ -15,8 +15,9 @@ use crate::llm::{Provider, pricing};
 use crate::repo::{WorkTree, Workspace};
 use crate::tools::{FinishStatus, ToolContext};
 
-use super::ending::{RunEnd, RunError};
+use super::ending::RunError;
 use super::runner::Runner;
+use crate::outcome::Outcome;
 
 /// What the agent of a cycle works with.
 struct CycleInputs<'c> {
@@ -37,7 +38,7 @@ impl Runner<'_> {
         provider: &dyn Provider,
         models: &crate::agents::Models,
         forge: &dyn Forge,
-    ) -> Result<RunEnd, RunError> {
+    ) -> Result<Outcome, RunError> {
         let config = self.config;
         // Outside the operator's schedule nothing is cloned either.
         if let Some(end) = self
@@ -71,7 +72,7 @@ impl Runner<'_> {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
-                return Ok(RunEnd::NoTasks);
+                return Ok(Outcome::NoTasks);
             }
         };
         let briefing = brief(
@@ -127,7 +128,7 @@ impl Runner<'_> {
         settings: &RepoSettings,
         base: &str,
         forge: &dyn Forge,
-    ) -> Result<Option<RunEnd>, RunError> {
+    ) -> Result<Option<Outcome>, RunError> {
         if settings.dashboard {
             self.dashboard = Some(DashboardPlan {
                 base: base.to_owned(),
@@ -148,7 +149,7 @@ impl Runner<'_> {
     /// Limits hold back the work the bot picks itself (DESIGN section 13). An explicit request —
     /// `--task`, `--issue`, `--pr` or the event that named them — is the operator's own and runs,
     /// with a note that the limit was passed over.
-    fn hold_or_pass(&self, held: Held) -> Option<RunEnd> {
+    fn hold_or_pass(&self, held: Held) -> Option<Outcome> {
         let config = self.config;
         let request = match (&config.task, config.issue, config.pull_request) {
             (Some(_), _, _) => "the task given is".to_owned(),
@@ -271,14 +272,14 @@ impl Runner<'_> {
         outcome: CycleOutcome,
         opened_pull_request: bool,
         forge: &dyn Forge,
-    ) -> RunEnd {
+    ) -> Outcome {
         match outcome {
             CycleOutcome::Finished {
                 status: FinishStatus::NoTasks,
                 summary,
             } => {
                 self.events.say(&format!("nothing to do: {summary}"));
-                RunEnd::NoTasks
+                Outcome::NoTasks
             }
             CycleOutcome::Finished {
                 status: FinishStatus::Completed,
@@ -288,9 +289,9 @@ impl Runner<'_> {
                     self.events.say(&format!("done: {summary}"));
                 }
                 if opened_pull_request {
-                    RunEnd::PullRequest
+                    Outcome::PullRequest
                 } else {
-                    RunEnd::Completed
+                    Outcome::Completed
                 }
             }
             CycleOutcome::Question { question, issue } => {
@@ -309,7 +310,7 @@ impl Runner<'_> {
                     },
                     Event::Question { question, issue },
                 );
-                RunEnd::Question
+                Outcome::Question
             }
             CycleOutcome::Limit(limit) => {
                 self.events.alert(&format!("upkeep: stopped: {limit}"));
@@ -317,10 +318,10 @@ impl Runner<'_> {
                     Limit::Turns(_) => {
                         self.events
                             .alert("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
-                        RunEnd::Limit
+                        Outcome::Limit
                     }
-                    Limit::Stuck { .. } => RunEnd::Stuck,
-                    _ => RunEnd::Limit,
+                    Limit::Stuck { .. } => Outcome::Stuck,
+                    _ => Outcome::Limit,
                 }
             }
         }

@@ -1,13 +1,12 @@
-//! How a run ends: every error that can stop it early ([`RunError`], one per exit code) and
-//! every way it can end normally ([`RunEnd`]), with the mapping from git, tool and cycle errors
+//! How a run ends: every error that can stop it early ([`RunError`], one per exit code), how
+//! it is reported as an [`Outcome`], with the mapping from git, tool and cycle errors
 //! (an interrupt or the `--timeout` deadline met during git work is reported as such, not as a
 //! failure).
 
 use crate::agent::CycleError;
 use crate::config::ConfigError;
 use crate::events::EventSink;
-use crate::exit::ExitStatus;
-use crate::fleet::limits::HeldBy;
+use crate::outcome::Outcome;
 use crate::repo::WorkspaceError;
 
 /// Everything that can end a run early, by exit code.
@@ -67,59 +66,19 @@ impl From<WorkspaceError> for RunError {
     }
 }
 
-/// How a run ended, for `run_finished` and the exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RunEnd {
-    NoTasks,
-    Completed,
-    PullRequest,
-    MaxCycles,
-    Question,
-    Limit,
-    /// The model made the same failing call five times in a row (exit 4, like a budget).
-    Stuck,
-    /// A fleet limit or the schedule held the cycle back before any model call (exit 0).
-    Held(HeldBy),
-}
-
-impl RunEnd {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            RunEnd::Held(by) => by.as_str(),
-            RunEnd::NoTasks => "no_tasks",
-            RunEnd::Completed => "completed",
-            RunEnd::PullRequest => "pull_request",
-            RunEnd::MaxCycles => "max_cycles",
-            RunEnd::Question => "question",
-            RunEnd::Limit => "limit",
-            RunEnd::Stuck => "stuck",
-        }
-    }
-
-    pub(super) fn exit(self) -> ExitStatus {
-        match self {
-            RunEnd::NoTasks | RunEnd::Completed | RunEnd::PullRequest | RunEnd::MaxCycles | RunEnd::Held(_) => {
-                ExitStatus::Done
-            }
-            RunEnd::Question => ExitStatus::Question,
-            RunEnd::Limit | RunEnd::Stuck => ExitStatus::Budget,
-        }
-    }
-}
-
-/// How a run that ended with `result` is reported: its exit status, `run_finished.outcome` and
-/// error text (redacted), once people were told what happened. `clone_removed`: every
+/// How a run that ended with `result` is reported: its outcome (which gives the exit status)
+/// and error text (redacted), once people were told what happened. `clone_removed`: every
 /// temporary directory is gone, which an interrupted run may then say.
 pub(super) fn conclude(
-    result: &Result<RunEnd, RunError>,
+    result: &Result<Outcome, RunError>,
     events: &EventSink,
     clone_removed: bool,
-) -> (ExitStatus, &'static str, Option<String>) {
+) -> (Outcome, Option<String>) {
     match result {
-        Ok(end) => (end.exit(), end.as_str(), None),
+        Ok(outcome) => (*outcome, None),
         Err(RunError::Usage(error)) => {
             events.alert(&format!("upkeep: configuration error: {error}"));
-            (ExitStatus::Usage, "usage_error", Some(error.to_string()))
+            (Outcome::UsageError, Some(error.to_string()))
         }
         Err(RunError::Interrupted) => {
             events.alert(if clone_removed {
@@ -127,19 +86,15 @@ pub(super) fn conclude(
             } else {
                 "upkeep: interrupted; nothing was pushed after the interrupt"
             });
-            (ExitStatus::Interrupted, "interrupted", Some("interrupted".to_owned()))
+            (Outcome::Interrupted, Some("interrupted".to_owned()))
         }
         Err(RunError::Deadline) => {
             events.alert("upkeep: stopped: --timeout reached during git work");
-            (ExitStatus::Budget, "limit", None)
+            (Outcome::Limit, None)
         }
         Err(RunError::Failure(error)) => {
             events.alert(&format!("upkeep: error: {error:#}"));
-            (
-                ExitStatus::Failure,
-                "error",
-                Some(events.redactor().redact(&format!("{error:#}"))),
-            )
+            (Outcome::Error, Some(events.redactor().redact(&format!("{error:#}"))))
         }
     }
 }

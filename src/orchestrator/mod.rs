@@ -27,6 +27,7 @@ use crate::events::{EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::kinds::ForgeKind;
+use crate::outcome::Outcome;
 use crate::repo::WorkTree;
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
@@ -128,11 +129,11 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             path.display()
         ));
     }
-    let (status, outcome, error) = ending::conclude(&result, &events, left.is_empty());
+    let (outcome, error) = ending::conclude(&result, &events, left.is_empty());
     let dashboard = runner.dashboard.take();
-    let summary = runner.into_summary(status, outcome, error);
+    let summary = runner.into_summary(outcome, error);
     // An interrupted run reports at once; every other run brings its dashboard up to date.
-    if let Some(plan) = dashboard.filter(|_| status != ExitStatus::Interrupted) {
+    if let Some(plan) = dashboard.filter(|_| outcome != Outcome::Interrupted) {
         match build_forge(&config) {
             Ok(forge) => crate::fleet::dashboard::update(forge.as_ref(), &plan, &summary, &events).await,
             Err(error) => events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}")),

@@ -9,7 +9,6 @@ use crate::config::{Config, ConfigError, Mode, RepoSettings, RepoSource};
 use crate::conversation::local::LocalResume;
 use crate::conversation::{ConversationError, CycleWork};
 use crate::events::{Event, EventSink, Scope};
-use crate::exit::ExitStatus;
 use crate::fleet::dashboard::DashboardPlan;
 use crate::fleet::limits::{Held, Limits};
 use crate::forge::Forge;
@@ -21,7 +20,8 @@ use crate::summary::RunSummary;
 use crate::tools::CommandSettings;
 
 use super::build_forge;
-use super::ending::{RunEnd, RunError};
+use super::ending::RunError;
+use crate::outcome::Outcome;
 
 pub(super) struct Runner<'a> {
     pub(super) config: &'a Config,
@@ -101,16 +101,15 @@ impl<'a> Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// What the run did, once it ended as `status` and `outcome`.
-    pub(super) fn into_summary(self, status: ExitStatus, outcome: &str, error: Option<String>) -> RunSummary {
+    /// What the run did, once it ended as `outcome`.
+    pub(super) fn into_summary(self, outcome: Outcome, error: Option<String>) -> RunSummary {
         let (usage, cost_usd, turns) = self
             .budget
             .as_ref()
             .map(|budget| (budget.usage, budget.cost_usd, budget.turns))
             .unwrap_or_default();
         RunSummary {
-            status,
-            outcome: outcome.into(),
+            outcome,
             cycles: self.cycles,
             turns,
             usage,
@@ -124,7 +123,7 @@ impl Runner<'_> {
     }
 
     /// The run from its checks to its last cycle.
-    pub(super) async fn run(&mut self) -> Result<RunEnd, RunError> {
+    pub(super) async fn run(&mut self) -> Result<Outcome, RunError> {
         let pending = match self.conversation.local.take() {
             Some(Err(error)) => return Err(RunError::Usage(error)),
             Some(Ok(LocalResume::Pending(pending))) => Some(pending),
@@ -173,7 +172,7 @@ impl Runner<'_> {
         &mut self,
         parts: &RunParts,
         pending: Option<Vec<LocalQuestion>>,
-    ) -> Result<Option<RunEnd>, RunError> {
+    ) -> Result<Option<Outcome>, RunError> {
         let config = self.config;
         let held = match pending {
             Some(_) => None,
@@ -223,7 +222,7 @@ impl Runner<'_> {
                     .say(&crate::conversation::local::describe_pending(path, &pending));
             }
             self.question = pending.first().map(|q| q.question.clone());
-            return Ok(Some(RunEnd::Question));
+            return Ok(Some(Outcome::Question));
         }
         if let Some(held) = held {
             return Ok(Some(self.held(held)));
@@ -236,7 +235,7 @@ impl Runner<'_> {
 
     /// One cycle, then another in continuous mode while the model completes work, up to
     /// `--max-cycles`.
-    async fn cycles_until_done(&mut self, parts: &RunParts) -> Result<RunEnd, RunError> {
+    async fn cycles_until_done(&mut self, parts: &RunParts) -> Result<Outcome, RunError> {
         let config = self.config;
         loop {
             self.cycles += 1;
@@ -244,15 +243,15 @@ impl Runner<'_> {
             let end = self
                 .cycle(cycle, parts.provider.as_ref(), &parts.models, parts.forge.as_ref())
                 .await;
-            if let Ok(held @ RunEnd::Held(_)) = end {
+            if let Some(held) = end.as_ref().ok().copied().filter(|outcome| outcome.is_held_back()) {
                 // The cycle never started: no model call, nothing opened.
                 self.cycles -= 1;
                 return Ok(held);
             }
             let outcome = match &end {
-                Ok(end) => end.as_str(),
-                Err(RunError::Deadline) => RunEnd::Limit.as_str(),
-                Err(_) => "error",
+                Ok(end) => *end,
+                Err(RunError::Deadline) => Outcome::Limit,
+                Err(_) => Outcome::Error,
             };
             let findings = std::mem::take(&mut self.cycle_findings);
             self.run_findings.extend(findings.iter().cloned());
@@ -262,7 +261,7 @@ impl Runner<'_> {
                     turn: None,
                 },
                 Event::CycleFinished {
-                    outcome: outcome.into(),
+                    outcome,
                     unresolved_findings: findings,
                 },
             );
@@ -273,11 +272,11 @@ impl Runner<'_> {
                 other => other,
             })?;
             match (config.mode, end) {
-                (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) if cycle < config.max_cycles => continue,
-                (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) => {
+                (Mode::Continuous, Outcome::PullRequest | Outcome::Completed) if cycle < config.max_cycles => continue,
+                (Mode::Continuous, Outcome::PullRequest | Outcome::Completed) => {
                     self.events
                         .say(&format!("upkeep: --max-cycles {} reached", config.max_cycles));
-                    return Ok(RunEnd::MaxCycles);
+                    return Ok(Outcome::MaxCycles);
                 }
                 (_, end) => return Ok(end),
             }
@@ -355,7 +354,7 @@ impl Runner<'_> {
     }
 
     /// A cycle held back by a limit: says why (`limit_reached`), opens nothing.
-    pub(super) fn held(&self, held: Held) -> RunEnd {
+    pub(super) fn held(&self, held: Held) -> Outcome {
         self.events.emit(
             Scope::default(),
             Event::LimitReached {
@@ -363,6 +362,6 @@ impl Runner<'_> {
                 message: held.message,
             },
         );
-        RunEnd::Held(held.by)
+        Outcome::from(held.by)
     }
 }
