@@ -11,6 +11,7 @@ use super::protocol::{self, ModelReply};
 use super::{Agent, AgentEnd, Call, CycleError};
 use crate::events::Event;
 use crate::forge::PullRequest;
+use crate::repo::StopReason;
 use crate::tools::delegate::SubAgents;
 use crate::tools::{Lookup, ToolContext, ToolError, ToolOutput};
 
@@ -103,7 +104,7 @@ impl Agent<'_> {
                 ..*ctx
             };
             let outcome = tokio::select! {
-                () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
+                () = self.cancel.cancelled() => return Err(CycleError::Stopped(StopReason::Interrupted)),
                 outcome = tool.call(&call.arguments, &call_ctx) => outcome,
             };
             let (ok, output) = match outcome {
@@ -143,8 +144,11 @@ impl Agent<'_> {
                     stopped = Some(SKIPPED_AFTER_FAILURE.to_owned());
                     (false, redactor.redact(&message))
                 }
+                Err(ToolError::Stopped(reason)) => return Err(CycleError::Stopped(reason)),
                 // A sub-agent's work cut short by the interrupt is the interrupt, not a failure.
-                Err(ToolError::Fatal(_)) if self.cancel.is_cancelled() => return Err(CycleError::Interrupted),
+                Err(ToolError::Fatal(_)) if self.cancel.is_cancelled() => {
+                    return Err(CycleError::Stopped(StopReason::Interrupted));
+                }
                 Err(ToolError::Fatal(error)) => return Err(CycleError::Fatal(error.context(format!("tool {name}")))),
             };
             emit(Event::ToolResult {

@@ -5,7 +5,7 @@
 use crate::agent::budget::{Budget, Limit};
 use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
-use crate::config::{ConfigError, Mode, RepoSettings};
+use crate::config::{Mode, RepoSettings};
 use crate::conversation::CycleWork;
 use crate::events::{Event, Scope};
 use crate::fleet::dashboard::DashboardPlan;
@@ -66,8 +66,7 @@ impl Runner<'_> {
             },
         );
 
-        let files = WorkTree::open(workspace.root(), &settings.protected_paths)
-            .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
+        let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(RunError::from)?;
         let conversation = match self.conversation(cycle, forge, &workspace).await? {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => {

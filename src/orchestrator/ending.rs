@@ -1,65 +1,82 @@
 //! How a run ends: every error that can stop it early ([`RunError`], one per exit code), how
 //! it is reported as an [`Outcome`], with the mapping from git, tool and cycle errors
-//! (an interrupt or the `--timeout` deadline met during git work is reported as such, not as a
-//! failure).
+//! (an interrupt or the `--timeout` deadline met during git work arrives as a
+//! [`StopReason`] and is reported as such, not as a failure).
 
 use crate::agent::CycleError;
 use crate::config::ConfigError;
+use crate::conversation::local::ResumeError;
 use crate::events::EventSink;
 use crate::outcome::Outcome;
-use crate::repo::WorkspaceError;
+use crate::repo::fs::OpenError;
+use crate::repo::{StopReason, WorkspaceError};
 
-/// Everything that can end a run early, by exit code.
+/// Everything that can end a run early, by how it is reported.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum RunError {
     #[error("{0}")]
     Usage(#[from] ConfigError),
-    #[error("interrupted")]
-    Interrupted,
-    /// `--timeout` passed during git work (a budget: exit 4).
-    #[error("--timeout reached during git work")]
-    Deadline,
+    /// What the operator asked for cannot be worked (no such base branch, an empty
+    /// repository): said before any model call, like a configuration error.
+    #[error(transparent)]
+    Unworkable(WorkspaceError),
+    /// The interrupt, or `--timeout` (a budget: exit 4).
+    #[error("{}", match .0 { StopReason::Interrupted => "interrupted", StopReason::Deadline => "--timeout reached during git work" })]
+    Stopped(StopReason),
     #[error("{0:#}")]
     Failure(anyhow::Error),
+}
+
+impl RunError {
+    /// How a run this error ended is reported (which gives its exit status).
+    pub(super) fn outcome(&self) -> Outcome {
+        match self {
+            RunError::Usage(_) | RunError::Unworkable(_) => Outcome::UsageError,
+            RunError::Stopped(reason) => Outcome::from(*reason),
+            RunError::Failure(_) => Outcome::Error,
+        }
+    }
 }
 
 impl From<CycleError> for RunError {
     fn from(error: CycleError) -> Self {
         match error {
-            CycleError::Interrupted => RunError::Interrupted,
-            // A tool's git work (the commit and push of `create_pull_request`) cut short.
-            CycleError::Fatal(error) => match stopped_git_work(&error) {
-                Some(WorkspaceError::Interrupted) => RunError::Interrupted,
-                Some(_) => RunError::Deadline,
-                None => RunError::Failure(anyhow::Error::new(CycleError::Fatal(error))),
-            },
+            // A tool's git work (the commit and push of `create_pull_request`) cut short
+            // arrives here as the stop itself.
+            CycleError::Stopped(reason) => RunError::Stopped(reason),
             other => RunError::Failure(anyhow::Error::new(other)),
         }
     }
 }
 
-/// The interrupt or deadline that stopped git work somewhere in `error`'s causes, if one did.
-fn stopped_git_work(error: &anyhow::Error) -> Option<&WorkspaceError> {
-    error.chain().find_map(|cause| {
-        let git =
-            cause
-                .downcast_ref::<WorkspaceError>()
-                .or_else(|| match cause.downcast_ref::<crate::forge::ForgeError>() {
-                    Some(crate::forge::ForgeError::Workspace(git)) => Some(git),
-                    _ => None,
-                });
-        git.filter(|git| matches!(git, WorkspaceError::Interrupted | WorkspaceError::TimedOut))
-    })
+impl From<ResumeError> for RunError {
+    fn from(error: ResumeError) -> Self {
+        match error {
+            ResumeError::Usage(error) => RunError::Usage(error),
+            // The repository's git config failed under us: nothing the operator typed is wrong.
+            error @ ResumeError::Repository { .. } => RunError::Failure(anyhow::Error::new(error)),
+        }
+    }
+}
+
+impl From<OpenError> for RunError {
+    fn from(error: OpenError) -> Self {
+        match error {
+            // The clone cannot be read: a runtime failure, nothing the operator typed.
+            error @ OpenError::Root { .. } => RunError::Failure(anyhow::Error::new(error)),
+            // A `protected_paths` pattern that does not parse: the operator's to fix.
+            error @ OpenError::Pattern { .. } => RunError::Usage(ConfigError(error.to_string())),
+        }
+    }
 }
 
 impl From<WorkspaceError> for RunError {
     fn from(error: WorkspaceError) -> Self {
         match error {
-            WorkspaceError::Interrupted => RunError::Interrupted,
-            WorkspaceError::TimedOut => RunError::Deadline,
+            WorkspaceError::Stopped(reason) => RunError::Stopped(reason),
             // What the operator asked for cannot be worked: said before any model call.
             error @ (WorkspaceError::MissingBase { .. } | WorkspaceError::EmptyRepository(_)) => {
-                RunError::Usage(ConfigError(error.to_string()))
+                RunError::Unworkable(error)
             }
             other => RunError::Failure(anyhow::Error::new(other)),
         }
@@ -76,11 +93,11 @@ pub(super) fn conclude(
 ) -> (Outcome, Option<String>) {
     match result {
         Ok(outcome) => (*outcome, None),
-        Err(RunError::Usage(error)) => {
+        Err(error @ (RunError::Usage(_) | RunError::Unworkable(_))) => {
             events.alert(&format!("upkeep: configuration error: {error}"));
             (Outcome::UsageError, Some(error.to_string()))
         }
-        Err(RunError::Interrupted) => {
+        Err(RunError::Stopped(StopReason::Interrupted)) => {
             events.alert(if clone_removed {
                 "upkeep: interrupted; the temporary clone was removed and nothing was pushed after the interrupt"
             } else {
@@ -88,7 +105,7 @@ pub(super) fn conclude(
             });
             (Outcome::Interrupted, Some("interrupted".to_owned()))
         }
-        Err(RunError::Deadline) => {
+        Err(RunError::Stopped(StopReason::Deadline)) => {
             events.alert("upkeep: stopped: --timeout reached during git work");
             (Outcome::Limit, None)
         }

@@ -146,15 +146,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
 /// `upkeep prompt`: clones and reads the repository as a run's first cycle does, and returns
 /// the briefing without asking a model. Errors carry the exit status they map to.
 pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefing, (ExitStatus, String)> {
-    let fail = |error: RunError| {
-        let status = match &error {
-            RunError::Usage(_) => ExitStatus::Usage,
-            RunError::Interrupted => ExitStatus::Interrupted,
-            RunError::Deadline => ExitStatus::Budget,
-            RunError::Failure(_) => ExitStatus::Failure,
-        };
-        (status, error.to_string())
-    };
+    let fail = |error: RunError| (error.outcome().exit_status(), error.to_string());
     let events = event_sink(config).map_err(|error| fail(RunError::Usage(error)))?;
     // `prompt` shows the first cycle's briefing.
     let mut runner = Runner::new(config, &events, &cancel, None);
@@ -162,8 +154,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
     runner.check_pull_request(forge.as_ref()).await.map_err(fail)?;
     let (workspace, settings, _) = runner.prepare(1).await.map_err(fail)?;
-    let files = WorkTree::open(workspace.root(), &settings.protected_paths)
-        .map_err(|error| fail(RunError::Usage(ConfigError(error.to_string()))))?;
+    let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(|error| fail(error.into()))?;
     let conversation = match runner.conversation(1, forge.as_ref(), &workspace).await.map_err(fail)? {
         CycleWork::Work(conversation) => conversation,
         CycleWork::Nothing(reason) => return Err((ExitStatus::Done, reason)),

@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::budget::Budget;
 use crate::config::{Config, ConfigError, Mode, RepoSettings, RepoSource};
-use crate::conversation::local::LocalResume;
+use crate::conversation::local::{LocalResume, ResumeError};
 use crate::conversation::{ConversationError, CycleWork};
 use crate::events::{Event, EventSink, Scope};
 use crate::fleet::dashboard::DashboardPlan;
@@ -15,7 +15,7 @@ use crate::forge::Forge;
 use crate::llm;
 use crate::repo::cleanup;
 use crate::repo::questions::LocalQuestion;
-use crate::repo::{Stop, WorkTree, Workspace};
+use crate::repo::{Stop, StopReason, WorkTree, Workspace};
 use crate::summary::RunSummary;
 use crate::tools::CommandSettings;
 
@@ -63,7 +63,7 @@ struct RunParts {
 /// the pull request a `--pr` run follows up.
 #[derive(Default)]
 pub(super) struct ConversationState {
-    pub(super) local: Option<Result<LocalResume, ConfigError>>,
+    pub(super) local: Option<Result<LocalResume, ResumeError>>,
     pub(super) resumed: Option<LocalQuestion>,
     pub(super) first: Option<(Workspace, RepoSettings, bool)>,
     pub(super) pull_request_base: Option<String>,
@@ -75,7 +75,7 @@ impl<'a> Runner<'a> {
         config: &'a Config,
         events: &'a EventSink,
         cancel: &'a CancellationToken,
-        local: Option<Result<LocalResume, ConfigError>>,
+        local: Option<Result<LocalResume, ResumeError>>,
     ) -> Self {
         Runner {
             config,
@@ -125,7 +125,7 @@ impl Runner<'_> {
     /// The run from its checks to its last cycle.
     pub(super) async fn run(&mut self) -> Result<Outcome, RunError> {
         let pending = match self.conversation.local.take() {
-            Some(Err(error)) => return Err(RunError::Usage(error)),
+            Some(Err(error)) => return Err(error.into()),
             Some(Ok(LocalResume::Pending(pending))) => Some(pending),
             Some(Ok(LocalResume::Resume(question))) => {
                 self.conversation.resumed = Some(question);
@@ -250,7 +250,8 @@ impl Runner<'_> {
             }
             let outcome = match &end {
                 Ok(end) => *end,
-                Err(RunError::Deadline) => Outcome::Limit,
+                // An interrupted cycle is `error`; the run's outcome says `interrupted`.
+                Err(RunError::Stopped(StopReason::Deadline)) => Outcome::Limit,
                 Err(_) => Outcome::Error,
             };
             let findings = std::mem::take(&mut self.cycle_findings);
@@ -269,6 +270,7 @@ impl Runner<'_> {
                 // After the first cycle the work has started: what was a usage error before
                 // (a base branch deleted on the remote, a broken .upkeep.toml merged) is a failure.
                 RunError::Usage(error) if cycle > 1 => RunError::Failure(error.into()),
+                RunError::Unworkable(error) if cycle > 1 => RunError::Failure(error.into()),
                 other => other,
             })?;
             match (config.mode, end) {
