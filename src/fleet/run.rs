@@ -46,8 +46,13 @@ pub const DEFAULT_JOBS: u32 = 4;
 enum FleetError {
     #[error("{0}")]
     Usage(#[from] ConfigError),
-    #[error("{0}")]
-    Failure(String),
+    /// The organisation could not be listed (exit 1).
+    #[error("listing the repositories of {org}: {source}")]
+    Listing {
+        org: String,
+        #[source]
+        source: crate::forge::ForgeError,
+    },
 }
 
 /// What this worker runs.
@@ -70,7 +75,7 @@ pub async fn run(args: &FleetArgs, cancel: CancellationToken) -> ExitStatus {
         Err(FleetError::Usage(error)) => {
             return report::start_failed(Some(&events), &error.to_string(), ExitStatus::Usage);
         }
-        Err(error @ FleetError::Failure(_)) => {
+        Err(error @ FleetError::Listing { .. }) => {
             return report::start_failed(Some(&events), &error.to_string(), ExitStatus::Failure);
         }
     };
@@ -124,7 +129,10 @@ async fn plan(args: &FleetArgs) -> Result<FleetPlan, FleetError> {
             }
             let listing = crate::forge::github::org::list_repositories(&github, org, &args.topic)
                 .await
-                .map_err(|error| FleetError::Failure(format!("listing the repositories of {org}: {error}")))?;
+                .map_err(|source| FleetError::Listing {
+                    org: org.to_owned(),
+                    source,
+                })?;
             tracing::info!(
                 "{org}: {} repositories; skipped {} archived, {} forks, {} without the topic",
                 listing.repositories.len(),
