@@ -28,7 +28,7 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
         eprintln!("upkeep: warning: {}", crate::text::escape_terminal(&warning));
     }
     let Some(actions) = actions else {
-        return crate::run::run(config, cancel).await.status;
+        return crate::run::run(config, cancel).await.status();
     };
     // Workflow commands stay paused from here to the report: applying the event prints forge
     // text (why an event does not concern upkeep, an API's error), and the run prints the
@@ -51,7 +51,7 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     let summary = crate::run::run(config, cancel).await;
     drop(paused);
     actions.report(&summary, &context, &redactor);
-    summary.status
+    summary.status()
 }
 
 /// An Actions event that does not concern upkeep (a comment by someone without write access,
@@ -62,7 +62,7 @@ fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str, 
         "upkeep: {}; nothing to do",
         crate::text::escape_terminal(&redactor.redact(why))
     );
-    let summary = RunSummary::without_work(ExitStatus::Done, "no_tasks", None);
+    let summary = RunSummary::without_work(crate::outcome::Outcome::NoTasks, None);
     emit_finished(args, &redactor, &summary);
     drop(paused);
     let context = RunContext {

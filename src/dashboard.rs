@@ -111,8 +111,8 @@ pub fn render(plan: &DashboardPlan, state: &ForgeState, summary: &RunSummary, no
     let _ = writeln!(
         text,
         "- {} (exit code {}) at {}",
-        code(&summary.outcome),
-        summary.status.code(),
+        code(summary.outcome.name()),
+        summary.status().code(),
         now.round(jiff::Unit::Second).unwrap_or(now)
     );
     let _ = writeln!(

@@ -1,5 +1,4 @@
 use super::*;
-use crate::exit::ExitStatus;
 use crate::forge::{IssueComment, PullRequest};
 
 fn issue(number: u64, title: &str, comments: &[(&str, &str)]) -> TaskIssue {
@@ -48,8 +47,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         opened_last_hour: Some(1),
     };
     let summary = RunSummary {
-        status: ExitStatus::Done,
-        outcome: "pull_request".into(),
+        outcome: crate::outcome::Outcome::PullRequest,
         cycles: 1,
         turns: 2,
         usage: crate::llm::Usage {

@@ -130,7 +130,7 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
             return ExitStatus::Usage;
         }
     };
-    let status = crate::run::run(config, cancel).await.status;
+    let status = crate::run::run(config, cancel).await.status();
     if status != ExitStatus::Done {
         return status;
     }

@@ -117,14 +117,14 @@ pub enum Event {
         ok: bool,
     },
     CycleFinished {
-        outcome: String,
+        outcome: crate::outcome::Outcome,
         /// Review findings (and failed checks) a pull request of the cycle opened with, after
         /// `--max-reviews` rounds did not resolve them.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         unresolved_findings: Vec<String>,
     },
     RunFinished {
-        outcome: String,
+        outcome: crate::outcome::Outcome,
         exit_code: u8,
         cycles: u32,
         usage: Usage,

@@ -25,6 +25,7 @@ pub mod kinds;
 pub mod limits;
 pub mod llm;
 pub mod logging;
+pub mod outcome;
 pub mod preflight;
 pub mod progress;
 pub mod repo;

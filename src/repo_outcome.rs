@@ -20,10 +20,11 @@
 //! run's summary makes one, so the events and the summary read it without depending on the
 //! fleet that runs repositories.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 
 use crate::exit::ExitStatus;
 use crate::llm::Usage;
+use crate::outcome::Outcome;
 
 /// Rank in the fleet's order: higher is worse.
 pub fn severity(status: ExitStatus) -> u8 {
@@ -41,45 +42,74 @@ pub fn severity(status: ExitStatus) -> u8 {
 pub fn worst(outcomes: &[RepoOutcome]) -> ExitStatus {
     outcomes
         .iter()
-        .map(|outcome| outcome.status)
+        .map(RepoOutcome::status)
         .max_by_key(|status| severity(*status))
         .unwrap_or(ExitStatus::Done)
 }
 
 /// One repository's line of the table and of `fleet_finished.outcomes`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RepoOutcome {
     pub repo: String,
-    /// `run_finished.outcome`, or `not_started` / `fleet_budget` for a repository whose run
-    /// never began (interrupt, `--fleet-max-cost` spent).
-    pub outcome: String,
-    pub exit_code: u8,
+    /// How its run ended, or [`Outcome::NotStarted`] / [`Outcome::FleetBudget`] for a
+    /// repository whose run never began (interrupt, `--fleet-max-cost` spent).
+    pub outcome: Outcome,
     /// URLs of the pull requests opened or updated.
     pub pull_requests: Vec<String>,
     /// Questions asked (0 or 1: a question ends the run).
     pub questions: u32,
     pub cost_usd: f64,
     pub usage: Usage,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    #[serde(skip)]
-    pub status: ExitStatus,
 }
 
 impl RepoOutcome {
     /// A repository whose run never started.
-    pub fn not_run(repo: &str, outcome: &str, status: ExitStatus, error: Option<String>) -> Self {
+    pub fn not_run(repo: &str, outcome: Outcome, error: Option<String>) -> Self {
         RepoOutcome {
             repo: repo.to_owned(),
-            outcome: outcome.to_owned(),
-            exit_code: status.code(),
+            outcome,
             pull_requests: Vec::new(),
             questions: 0,
             cost_usd: 0.0,
             usage: Usage::default(),
             error,
-            status,
         }
+    }
+
+    /// Its exit status, as its outcome gives it.
+    pub fn status(&self) -> ExitStatus {
+        self.outcome.exit_status()
+    }
+}
+
+/// The line as `fleet_finished.outcomes` carries it: the exit code derived from the outcome,
+/// written beside it.
+impl Serialize for RepoOutcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Line<'a> {
+            repo: &'a str,
+            outcome: Outcome,
+            exit_code: u8,
+            pull_requests: &'a [String],
+            questions: u32,
+            cost_usd: f64,
+            usage: Usage,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            error: Option<&'a str>,
+        }
+        Line {
+            repo: &self.repo,
+            outcome: self.outcome,
+            exit_code: self.status().code(),
+            pull_requests: &self.pull_requests,
+            questions: self.questions,
+            cost_usd: self.cost_usd,
+            usage: self.usage,
+            error: self.error.as_deref(),
+        }
+        .serialize(serializer)
     }
 }
 
@@ -89,10 +119,17 @@ mod tests {
 
     #[test]
     fn the_worst_outcome_decides_in_the_documented_order() {
+        // An outcome that exits with each status.
         let with = |statuses: &[ExitStatus]| {
             let outcomes: Vec<RepoOutcome> = statuses
                 .iter()
-                .map(|status| RepoOutcome::not_run("o/r", "x", *status, None))
+                .map(|status| {
+                    let outcome = Outcome::ALL
+                        .into_iter()
+                        .find(|outcome| outcome.exit_status() == *status)
+                        .expect("an outcome for every exit status");
+                    RepoOutcome::not_run("o/r", outcome, None)
+                })
                 .collect();
             worst(&outcomes)
         };

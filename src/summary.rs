@@ -5,15 +5,14 @@
 use crate::config::ConfigError;
 use crate::events::Event;
 use crate::exit::ExitStatus;
+use crate::outcome::Outcome;
 use crate::repo_outcome::RepoOutcome;
 
 /// What a run did, for the exit code, the final summary and CI integrations.
 #[derive(Debug, Clone)]
 pub struct RunSummary {
-    pub status: ExitStatus,
-    /// `run_finished.outcome`: `pull_request`, `completed`, `no_tasks`, `max_cycles`,
-    /// `question`, `limit`, `interrupted`, `error` or `usage_error`.
-    pub outcome: String,
+    /// How the run ended (`run_finished.outcome`); the exit code follows from it.
+    pub outcome: Outcome,
     pub cycles: u32,
     /// Model calls over the whole run.
     pub turns: u32,
@@ -33,14 +32,13 @@ pub struct RunSummary {
 impl RunSummary {
     /// A run that a configuration error stopped before any work.
     pub fn usage_error(error: &ConfigError) -> Self {
-        Self::without_work(ExitStatus::Usage, "usage_error", Some(error.to_string()))
+        Self::without_work(Outcome::UsageError, Some(error.to_string()))
     }
 
     /// A run that ended before any cycle, as `outcome`.
-    pub fn without_work(status: ExitStatus, outcome: &str, error: Option<String>) -> Self {
+    pub fn without_work(outcome: Outcome, error: Option<String>) -> Self {
         RunSummary {
-            status,
-            outcome: outcome.into(),
+            outcome,
             cycles: 0,
             turns: 0,
             usage: crate::llm::Usage::default(),
@@ -53,11 +51,16 @@ impl RunSummary {
         }
     }
 
+    /// The exit status, as the outcome gives it.
+    pub fn status(&self) -> ExitStatus {
+        self.outcome.exit_status()
+    }
+
     /// The `run_finished` event that says how this run ended.
     pub fn finished_event(&self) -> Event {
         Event::RunFinished {
-            outcome: self.outcome.clone(),
-            exit_code: self.status.code(),
+            outcome: self.outcome,
+            exit_code: self.status().code(),
             cycles: self.cycles,
             usage: self.usage,
             cost_usd: self.cost_usd,
@@ -69,8 +72,7 @@ impl RunSummary {
     pub fn outcome_for(&self, repo: &str) -> RepoOutcome {
         RepoOutcome {
             repo: repo.to_owned(),
-            outcome: self.outcome.clone(),
-            exit_code: self.status.code(),
+            outcome: self.outcome,
             pull_requests: self
                 .pull_requests
                 .iter()
@@ -80,7 +82,6 @@ impl RunSummary {
             cost_usd: self.cost_usd,
             usage: self.usage,
             error: self.error.clone(),
-            status: self.status,
         }
     }
 }

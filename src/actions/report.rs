@@ -13,15 +13,15 @@
 use std::fmt::Write as _;
 
 use super::{MAX_TEXT_CHARS, RunContext};
-use crate::exit::ExitStatus;
+use crate::outcome::Outcome;
 use crate::summary::RunSummary;
 
 /// The step outputs, in the order they are written. Every one is always present.
 pub fn outputs(summary: &RunSummary) -> Vec<(&'static str, String)> {
     let urls = pull_request_urls(summary);
     vec![
-        ("outcome", summary.outcome.clone()),
-        ("exit-code", summary.status.code().to_string()),
+        ("outcome", summary.outcome.name().to_owned()),
+        ("exit-code", summary.status().code().to_string()),
         // The latest one: in continuous mode each cycle opens its own, and the newest is the
         // one a follow-up step most likely wants; all of them are in `pull-request-urls`.
         ("pull-request-url", urls.last().cloned().unwrap_or_default()),
@@ -92,27 +92,31 @@ pub fn escape_data(text: &str) -> String {
 /// and its message: an error for failures, a warning when a budget cut it short, a notice for a
 /// question; none for success. [`workflow_command`] makes the line.
 pub fn annotation(summary: &RunSummary) -> Option<(&'static str, String)> {
-    let code = summary.status.code();
+    let code = summary.status().code();
     let error = summary
         .error
         .as_deref()
         .map(|e| crate::text::marked(crate::text::prefix_chars(e, MAX_TEXT_CHARS), " […]"));
-    match summary.status {
-        ExitStatus::Done => None,
-        ExitStatus::Failure | ExitStatus::Usage | ExitStatus::Interrupted => {
-            let what = match summary.status {
-                ExitStatus::Usage => "configuration error",
-                ExitStatus::Interrupted => "interrupted",
-                _ => "failed",
-            };
-            let detail = error.map(|e| format!(": {e}")).unwrap_or_default();
-            Some(("error", format!("upkeep {what} (exit code {code}){detail}")))
-        }
-        ExitStatus::Budget => Some((
+    let failed = |what: &str| {
+        let detail = error.as_ref().map(|e| format!(": {e}")).unwrap_or_default();
+        Some(("error", format!("upkeep {what} (exit code {code}){detail}")))
+    };
+    match summary.outcome {
+        Outcome::PullRequest
+        | Outcome::Completed
+        | Outcome::NoTasks
+        | Outcome::MaxCycles
+        | Outcome::PrLimit
+        | Outcome::PrHourlyLimit
+        | Outcome::OutsideSchedule => None,
+        Outcome::Error => failed("failed"),
+        Outcome::UsageError => failed("configuration error"),
+        Outcome::Interrupted | Outcome::NotStarted => failed("interrupted"),
+        Outcome::Limit | Outcome::Stuck | Outcome::FleetBudget => Some((
             "warning",
             format!("upkeep stopped: a budget cut the cycle short (exit code {code})"),
         )),
-        ExitStatus::Question => {
+        Outcome::Question => {
             let question = summary
                 .question
                 .as_deref()
@@ -128,116 +132,33 @@ pub fn annotation(summary: &RunSummary) -> Option<(&'static str, String)> {
     }
 }
 
-/// Every outcome docs/events.md documents: the job summary's headline is matched exhaustively
-/// on it, so a new outcome cannot fall into another's words (a run held back by a limit, exit
-/// 0, was once headlined "failed").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    PullRequest,
-    Completed,
-    NoTasks,
-    MaxCycles,
-    PrLimit,
-    PrHourlyLimit,
-    OutsideSchedule,
-    Question,
-    Limit,
-    Stuck,
-    Error,
-    UsageError,
-    Interrupted,
-    NotStarted,
-    FleetBudget,
-}
-
-impl Outcome {
-    const ALL: [Outcome; 15] = [
-        Outcome::PullRequest,
-        Outcome::Completed,
-        Outcome::NoTasks,
-        Outcome::MaxCycles,
-        Outcome::PrLimit,
-        Outcome::PrHourlyLimit,
-        Outcome::OutsideSchedule,
-        Outcome::Question,
-        Outcome::Limit,
-        Outcome::Stuck,
-        Outcome::Error,
-        Outcome::UsageError,
-        Outcome::Interrupted,
-        Outcome::NotStarted,
-        Outcome::FleetBudget,
-    ];
-
-    /// The value `run_finished.outcome` carries.
-    fn name(self) -> &'static str {
-        match self {
-            Outcome::PullRequest => "pull_request",
-            Outcome::Completed => "completed",
-            Outcome::NoTasks => "no_tasks",
-            Outcome::MaxCycles => "max_cycles",
-            Outcome::PrLimit => "pr_limit",
-            Outcome::PrHourlyLimit => "pr_hourly_limit",
-            Outcome::OutsideSchedule => "outside_schedule",
-            Outcome::Question => "question",
-            Outcome::Limit => "limit",
-            Outcome::Stuck => "stuck",
-            Outcome::Error => "error",
-            Outcome::UsageError => "usage_error",
-            Outcome::Interrupted => "interrupted",
-            Outcome::NotStarted => "not_started",
-            Outcome::FleetBudget => "fleet_budget",
-        }
+/// What follows "upkeep" in the job summary's headline: each outcome its own words, so none
+/// falls into another's (a run held back by a limit, exit 0, was once headlined "failed").
+fn headline(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::PullRequest => "opened a pull request",
+        Outcome::Completed => "completed the task",
+        Outcome::NoTasks => "found nothing to do",
+        Outcome::MaxCycles => "stopped after --max-cycles",
+        Outcome::PrLimit => "held back: `pr_limit` bot pull requests are open",
+        Outcome::PrHourlyLimit => "held back: `pr_hourly_limit` pull requests were opened in the last hour",
+        Outcome::OutsideSchedule => "held back: outside its schedule",
+        Outcome::Question => "has a question for a human",
+        Outcome::Limit => "stopped: a budget cut the cycle short",
+        Outcome::Stuck => "stopped: the model repeated the same failing call",
+        Outcome::Error => "failed",
+        Outcome::UsageError => "could not start: configuration error",
+        Outcome::Interrupted => "was interrupted",
+        Outcome::NotStarted => "did not start: the fleet was interrupted first",
+        Outcome::FleetBudget => "did not start: the fleet's budget was spent",
     }
-
-    fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|outcome| outcome.name() == name)
-    }
-
-    /// What follows "upkeep" in the job summary's headline.
-    fn headline(self) -> &'static str {
-        match self {
-            Outcome::PullRequest => "opened a pull request",
-            Outcome::Completed => "completed the task",
-            Outcome::NoTasks => "found nothing to do",
-            Outcome::MaxCycles => "stopped after --max-cycles",
-            Outcome::PrLimit => "held back: `pr_limit` bot pull requests are open",
-            Outcome::PrHourlyLimit => "held back: `pr_hourly_limit` pull requests were opened in the last hour",
-            Outcome::OutsideSchedule => "held back: outside its schedule",
-            Outcome::Question => "has a question for a human",
-            Outcome::Limit => "stopped: a budget cut the cycle short",
-            Outcome::Stuck => "stopped: the model repeated the same failing call",
-            Outcome::Error => "failed",
-            Outcome::UsageError => "could not start: configuration error",
-            Outcome::Interrupted => "was interrupted",
-            Outcome::NotStarted => "did not start: the fleet was interrupted first",
-            Outcome::FleetBudget => "did not start: the fleet's budget was spent",
-        }
-    }
-}
-
-/// The headline for `outcome`; one this build does not know is described by its exit status,
-/// never called a failure when the run succeeded.
-fn headline(outcome: &str, status: ExitStatus) -> String {
-    if let Some(known) = Outcome::parse(outcome) {
-        return known.headline().to_owned();
-    }
-    let how = match status {
-        ExitStatus::Done => "finished",
-        ExitStatus::Failure => "failed",
-        ExitStatus::Usage => "could not start",
-        ExitStatus::Question => "has a question for a human",
-        ExitStatus::Budget => "stopped: a budget cut the cycle short",
-        ExitStatus::Interrupted => "was interrupted",
-    };
-    format!("{how} (outcome `{}`)", inline_code(outcome))
 }
 
 /// The job summary: what happened, the pull requests, the question, the usage. Markdown.
 pub fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
     let mut text = String::new();
     let dry = if context.dry_run { " (dry run)" } else { "" };
-    let _ = writeln!(text, "### upkeep {}{dry}\n", headline(&summary.outcome, summary.status));
+    let _ = writeln!(text, "### upkeep {}{dry}\n", headline(summary.outcome));
     let _ = writeln!(text, "- **Repository:** `{}`", inline_code(&context.repo));
     if let Some(issue) = context.issue {
         let _ = writeln!(text, "- **Issue:** #{issue}");
@@ -246,7 +167,7 @@ pub fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
         text,
         "- **Outcome:** `{}` (exit code {})",
         summary.outcome,
-        summary.status.code()
+        summary.status().code()
     );
     let _ = writeln!(text, "- **Cycles:** {}", summary.cycles);
     let _ = writeln!(text, "- **Turns:** {}", summary.turns);
@@ -321,80 +242,5 @@ fn longest_backtick_run(text: &str) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn multi_line_values_use_a_heredoc_whose_delimiter_is_not_in_the_value() {
-        assert_eq!(format_output("outcome", "no_tasks"), "outcome=no_tasks\n");
-        assert_eq!(format_output("question", ""), "question=\n");
-        let text = format_output("question", "a\nb");
-        let (first, rest) = text.split_once('\n').expect("lines");
-        let delimiter = first.strip_prefix("question<<").expect("heredoc");
-        assert!(delimiter.starts_with("ghadelimiter_"));
-        assert_eq!(rest, format!("a\nb\n{delimiter}\n"));
-    }
-
-    #[test]
-    fn annotation_data_is_escaped_like_the_toolkit() {
-        assert_eq!(escape_data("50%\r\ndone"), "50%25%0D%0Adone");
-        assert_eq!(workflow_command("error", "a\nb"), "::error::a%0Ab");
-    }
-
-    #[test]
-    fn control_characters_are_escaped_in_outputs_and_annotations() {
-        assert_eq!(
-            workflow_command("error", "a\u{1b}[31mb\u{7}\n::set-output x"),
-            "::error::a\\u{1b}[31mb\\u{7}%0A::set-output x"
-        );
-        // A lone carriage return would end the line for the runner's line reader.
-        assert_eq!(format_output("q", "a\rb=c"), "q=a\\u{d}b=c\n");
-    }
-
-    /// The outcomes docs/events.md documents (its table, and the two a fleet adds), each with
-    /// its own headline: none falls through to another's words.
-    #[test]
-    fn every_documented_outcome_has_its_own_headline() {
-        let docs = include_str!("../../docs/events.md");
-        let table = docs
-            .split("## Outcomes")
-            .nth(1)
-            .and_then(|rest| rest.split("\n## ").next())
-            .expect("the Outcomes section");
-        let mut documented: Vec<&str> = table
-            .lines()
-            .filter_map(|line| line.strip_prefix("| `"))
-            .filter_map(|rest| rest.split('`').next())
-            .collect();
-        assert!(documented.len() >= 12, "{documented:?}");
-        for fleet_only in ["not_started", "fleet_budget"] {
-            assert!(table.contains(&format!("`{fleet_only}`")), "{fleet_only} is documented");
-            documented.push(fleet_only);
-        }
-        let mut headlines = std::collections::BTreeSet::new();
-        for name in &documented {
-            let outcome = Outcome::parse(name).unwrap_or_else(|| panic!("`{name}` has no headline"));
-            assert!(headlines.insert(outcome.headline()), "`{name}` shares a headline");
-        }
-        assert_eq!(documented.len(), Outcome::ALL.len(), "every outcome is documented");
-        assert_eq!(
-            headline("pr_hourly_limit", ExitStatus::Done),
-            Outcome::PrHourlyLimit.headline()
-        );
-        // An outcome this build does not know is described by its exit code, not as a failure.
-        assert_eq!(
-            headline("new_thing", ExitStatus::Done),
-            "finished (outcome `new_thing`)"
-        );
-    }
-
-    #[test]
-    fn markdown_escaping_keeps_titles_and_code_intact() {
-        assert_eq!(escape_markdown("Fix [x] <b>"), "Fix \\[x\\] \\<b\\>");
-        assert_eq!(longest_backtick_run("a ``` b ` c"), 3);
-        assert_eq!(
-            crate::text::marked(crate::text::prefix_chars("héllo", 2), " […]"),
-            "hé […]"
-        );
-    }
-}
+#[path = "report_tests.rs"]
+mod tests;

@@ -11,6 +11,7 @@ use super::history::ToolResult;
 use super::protocol::{self, ModelReply};
 use super::{Agent, AgentEnd, Call, CycleError};
 use crate::events::Event;
+use crate::repo::StopReason;
 use crate::tools::{Invocation, Lookup, ToolContext, ToolError, ToolOutput};
 
 const SKIPPED_AFTER_FAILURE: &str = "skipped: not run because an earlier call in this reply failed";
@@ -102,7 +103,7 @@ impl Agent<'_> {
                 args: &call.arguments,
             };
             let outcome = tokio::select! {
-                () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
+                () = self.cancel.cancelled() => return Err(CycleError::Stopped(StopReason::Interrupted)),
                 outcome = tool.call(invocation) => outcome,
             };
             let (ok, output) = match outcome {
@@ -134,8 +135,11 @@ impl Agent<'_> {
                     stopped = Some(SKIPPED_AFTER_FAILURE.to_owned());
                     (false, redactor.redact(&message))
                 }
+                Err(ToolError::Stopped(reason)) => return Err(CycleError::Stopped(reason)),
                 // A sub-agent's work cut short by the interrupt is the interrupt, not a failure.
-                Err(ToolError::Fatal(_)) if self.cancel.is_cancelled() => return Err(CycleError::Interrupted),
+                Err(ToolError::Fatal(_)) if self.cancel.is_cancelled() => {
+                    return Err(CycleError::Stopped(StopReason::Interrupted));
+                }
                 Err(ToolError::Fatal(error)) => return Err(CycleError::Fatal(error.context(format!("tool {name}")))),
             };
             emit(Event::ToolResult {

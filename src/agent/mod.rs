@@ -59,8 +59,9 @@ pub enum AgentEnd {
 /// Why a cycle could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum CycleError {
-    #[error("interrupted")]
-    Interrupted,
+    /// The interrupt or the deadline stopped the cycle (a tool's git work included).
+    #[error("{0}")]
+    Stopped(crate::repo::StopReason),
     #[error(transparent)]
     Provider(#[from] ProviderError),
     #[error("the model refused to answer: {0}")]
@@ -332,7 +333,7 @@ impl Agent<'_> {
             };
             let deadline = spend.deadline();
             let result = tokio::select! {
-                () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
+                () = self.cancel.cancelled() => return Err(CycleError::Stopped(crate::repo::StopReason::Interrupted)),
                 () = sleep_until(deadline) => {
                     return Ok(Answer::Limit(spend.timeout_limit().unwrap_or(Limit::Turns(turn))));
                 }

@@ -7,12 +7,29 @@
 //! waiting is printed with the exact command that answers it, and the run ends with exit code 3
 //! without cloning anything. An answered question whose run did not finish resumes by itself.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::config::{Config, ConfigError, Mode, RepoSource};
 use crate::kinds::ForgeKind;
+use crate::repo::WorkspaceError;
 use crate::repo::questions::{LocalQuestion, SECTION, answer_command, shell_quote};
 use crate::repo::source::LocalSource;
+
+/// Why the questions kept in the repository could not be applied to the run.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    /// `--answer` (or the question it selects) does not fit what the repository keeps.
+    #[error(transparent)]
+    Usage(#[from] ConfigError),
+    /// The repository's git config could not be read or written: a runtime failure.
+    #[error("{action} in {}", path.display())]
+    Repository {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: WorkspaceError,
+    },
+}
 
 /// What the questions kept in the repository mean for this run.
 #[derive(Debug)]
@@ -27,16 +44,17 @@ pub enum LocalResume {
 
 /// Reads the questions kept in a local repository and applies `--answer`. A resumed question's
 /// task and issue become the run's (unless given), and a task makes the run a single one.
-pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
+pub async fn resume(config: &mut Config) -> Result<LocalResume, ResumeError> {
     let (ForgeKind::Local, RepoSource::Local(path)) = (config.forge, &config.source) else {
         return Ok(LocalResume::Nothing);
     };
     let path = path.clone();
     let source = LocalSource::new(path.clone());
-    let questions = source
-        .questions()
-        .await
-        .map_err(|error| ConfigError(format!("reading upkeep's questions in {}: {error}", path.display())))?;
+    let questions = source.questions().await.map_err(|source| ResumeError::Repository {
+        action: "reading upkeep's questions",
+        path: path.clone(),
+        source,
+    })?;
     let selected = match (config.issue, &config.task) {
         (Some(number), _) => Some(LocalQuestion::key_for(Some(number), None)),
         (None, Some(task)) => Some(LocalQuestion::key_for(None, Some(&crate::forge::task::task_key(task)))),
@@ -55,13 +73,18 @@ pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
                     path.display(),
                     shell_quote(&path.display().to_string())
                 ),
-            ));
+            )
+            .into());
         }
         (Some(answer), [one]) => {
             source
                 .record_answer(&one.key, answer)
                 .await
-                .map_err(|error| ConfigError(format!("recording the answer in {}: {error}", path.display())))?;
+                .map_err(|source| ResumeError::Repository {
+                    action: "recording the answer",
+                    path: path.clone(),
+                    source,
+                })?;
             LocalQuestion {
                 answer: Some(answer.clone()),
                 ..one.clone()
@@ -77,7 +100,8 @@ pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
                     path.display(),
                     commands.join("\n")
                 ),
-            ));
+            )
+            .into());
         }
         (None, questions) => {
             let pending: Vec<LocalQuestion> = questions.iter().filter(|q| q.answer.is_none()).cloned().collect();

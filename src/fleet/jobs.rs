@@ -32,6 +32,7 @@ use crate::cli::{FleetArgs, RunArgs};
 use crate::config::{ConfigError, GitHubSettings};
 use crate::events::{EventSink, Verbosity};
 use crate::exit::ExitStatus;
+use crate::outcome::Outcome;
 use crate::repo_outcome::RepoOutcome;
 use crate::secrets::Redactor;
 
@@ -44,8 +45,13 @@ pub const DEFAULT_JOBS: u32 = 4;
 enum FleetError {
     #[error("{0}")]
     Usage(#[from] ConfigError),
-    #[error("{0}")]
-    Failure(String),
+    /// The organisation could not be listed (exit 1).
+    #[error("listing the repositories of {org}: {source}")]
+    Listing {
+        org: String,
+        #[source]
+        source: crate::forge::ForgeError,
+    },
 }
 
 /// What this worker runs.
@@ -68,7 +74,7 @@ pub async fn run(args: &FleetArgs, cancel: CancellationToken) -> ExitStatus {
         Err(FleetError::Usage(error)) => {
             return report::start_failed(Some(&events), &error.to_string(), ExitStatus::Usage);
         }
-        Err(error @ FleetError::Failure(_)) => {
+        Err(error @ FleetError::Listing { .. }) => {
             return report::start_failed(Some(&events), &error.to_string(), ExitStatus::Failure);
         }
     };
@@ -122,7 +128,10 @@ async fn plan(args: &FleetArgs) -> Result<FleetPlan, FleetError> {
             }
             let listing = crate::forge::github::org::list_repositories(&github, org, &args.topic)
                 .await
-                .map_err(|error| FleetError::Failure(format!("listing the repositories of {org}: {error}")))?;
+                .map_err(|source| FleetError::Listing {
+                    org: org.to_owned(),
+                    source,
+                })?;
             tracing::info!(
                 "{org}: {} repositories; skipped {} archived, {} forks, {} without the topic",
                 listing.repositories.len(),
@@ -181,8 +190,7 @@ async fn execute(plan: &FleetPlan, defaults: &RunArgs, cancel: &CancellationToke
         if share == Share::Exhausted {
             outcomes[index] = Some(RepoOutcome::not_run(
                 &entry.display,
-                "fleet_budget",
-                ExitStatus::Budget,
+                Outcome::FleetBudget,
                 Some("--fleet-max-cost is spent; not started".into()),
             ));
             continue;
@@ -215,8 +223,7 @@ async fn execute(plan: &FleetPlan, defaults: &RunArgs, cancel: &CancellationToke
             outcome.unwrap_or_else(|| {
                 RepoOutcome::not_run(
                     &entry.display,
-                    "not_started",
-                    ExitStatus::Interrupted,
+                    Outcome::NotStarted,
                     Some("interrupted before this repository started".into()),
                 )
             })
@@ -241,8 +248,7 @@ fn record(
             tracing::error!("the run of {repo} crashed: {error}");
             outcomes[index] = Some(RepoOutcome::not_run(
                 repo,
-                "error",
-                ExitStatus::Failure,
+                Outcome::Error,
                 Some(format!("the run crashed: {error}")),
             ));
         }

@@ -86,7 +86,7 @@ pub(super) fn shared_usage_error(entries: &[FleetEntry], defaults: &RunArgs) -> 
             .and_then(|()| Config::from_args(&args))
             .err()?;
         match &shared {
-            Some(first) if first.to_string() != error.to_string() => return None,
+            Some(first) if *first != error => return None,
             Some(_) => {}
             None => shared = Some(error),
         }

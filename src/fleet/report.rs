@@ -27,12 +27,11 @@ fn report_to_actions(
         Some(shard) => format!("upkeep fleet, shard {shard}"),
         None => "upkeep fleet".to_owned(),
     };
+    // An empty fleet has no repository's outcome to give.
     let worst = outcomes
         .iter()
-        .filter(|outcome| outcome.status == status)
-        .map(|outcome| outcome.outcome.as_str())
-        .next()
-        .unwrap_or("no_repositories");
+        .find(|outcome| outcome.status() == status)
+        .map_or("no_repositories", |outcome| outcome.outcome.name());
     let written = [
         actions.append_summary(&table::render_markdown(&title, outcomes), redactor),
         actions.append_outputs(

@@ -12,7 +12,7 @@ const HEADERS: [&str; 5] = ["repository", "outcome", "pull requests", "questions
 fn cells(outcome: &RepoOutcome) -> [String; 5] {
     [
         outcome.repo.clone(),
-        outcome.outcome.clone(),
+        outcome.outcome.name().to_owned(),
         outcome.pull_requests.len().to_string(),
         outcome.questions.to_string(),
         format!("${:.4}", outcome.cost_usd),
@@ -112,10 +112,10 @@ pub fn render_markdown(title: &str, outcomes: &[RepoOutcome]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exit::ExitStatus;
+    use crate::outcome::Outcome;
 
-    fn outcome(repo: &str, name: &str, urls: &[&str], cost: f64) -> RepoOutcome {
-        let mut outcome = RepoOutcome::not_run(repo, name, ExitStatus::Done, None);
+    fn outcome(repo: &str, name: Outcome, urls: &[&str], cost: f64) -> RepoOutcome {
+        let mut outcome = RepoOutcome::not_run(repo, name, None);
         outcome.pull_requests = urls.iter().map(|url| (*url).to_owned()).collect();
         outcome.cost_usd = cost;
         outcome
@@ -124,8 +124,13 @@ mod tests {
     #[test]
     fn the_text_table_lines_up_and_totals() {
         let outcomes = [
-            outcome("octo/a", "pull_request", &["https://github.com/octo/a/pull/1"], 0.5),
-            outcome("octo/longer-name", "no_tasks", &[], 0.25),
+            outcome(
+                "octo/a",
+                Outcome::PullRequest,
+                &["https://github.com/octo/a/pull/1"],
+                0.5,
+            ),
+            outcome("octo/longer-name", Outcome::NoTasks, &[], 0.25),
         ];
         let text = render_text(&outcomes);
         let lines: Vec<&str> = text.lines().collect();
@@ -157,10 +162,16 @@ mod tests {
 
     #[test]
     fn markdown_cells_cannot_break_the_table() {
-        let outcomes = [outcome("octo/a|b", "error\n<script>", &["https://x/pull/1)"], 0.0)];
+        // The outcome is one of the documented names; the repository's name is the operator's.
+        let outcomes = [outcome(
+            "octo/a|b\n<script>",
+            Outcome::Error,
+            &["https://x/pull/1)"],
+            0.0,
+        )];
         let text = render_markdown("shard 0/2", &outcomes);
         assert!(
-            text.contains("| octo/a\\|b | error &lt;script&gt; | [1](https://x/pull/1%29) |"),
+            text.contains("| octo/a\\|b &lt;script&gt; | error | [1](https://x/pull/1%29) |"),
             "{text}"
         );
         assert!(text.starts_with("## shard 0/2\n"));

@@ -96,9 +96,7 @@ impl Forge for LocalForge {
             .publish(workspace, &draft.branch, &description, draft.task_key.as_deref())
             .await
             .map_err(|error| match error {
-                WorkspaceError::Interrupted | WorkspaceError::TimedOut | WorkspaceError::UnsafeSource { .. } => {
-                    ForgeError::Workspace(error)
-                }
+                WorkspaceError::Stopped(_) | WorkspaceError::UnsafeSource { .. } => ForgeError::Workspace(error),
                 other => ForgeError::Other(format!(
                     "pushing {} into {}: {other}",
                     draft.branch,

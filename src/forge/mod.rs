@@ -210,8 +210,7 @@ impl ForgeError {
                 | ForgeError::Refused(_)
                 | ForgeError::Workspace(
                     WorkspaceError::AuthRejected { .. }
-                        | WorkspaceError::Interrupted
-                        | WorkspaceError::TimedOut
+                        | WorkspaceError::Stopped(_)
                         | WorkspaceError::UnsafeSource { .. }
                 )
         )

@@ -58,13 +58,9 @@ pub enum HeldBy {
 }
 
 impl HeldBy {
-    /// The run's outcome and the `limit_reached` event's `limit`.
+    /// The `limit_reached` event's `limit`: the name of the run's outcome.
     pub fn as_str(self) -> &'static str {
-        match self {
-            HeldBy::PrLimit => "pr_limit",
-            HeldBy::PrHourlyLimit => "pr_hourly_limit",
-            HeldBy::Schedule => "outside_schedule",
-        }
+        crate::outcome::Outcome::from(self).name()
     }
 }
 

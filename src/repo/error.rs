@@ -29,11 +29,9 @@ pub enum WorkspaceError {
     /// A file of the change (or its message) holds a secret value upkeep knows.
     #[error("{0} holds a secret value (a token or API key upkeep holds); nothing was committed")]
     SecretInChange(String),
-    #[error("interrupted")]
-    Interrupted,
-    /// The run's `--timeout` passed during git work: a budget (exit 4), not a failure.
-    #[error("--timeout reached during git work")]
-    TimedOut,
+    /// The interrupt or the run's `--timeout` (a budget, exit 4) stopped git work: not a failure.
+    #[error("{}", match .0 { StopReason::Interrupted => "interrupted", StopReason::Deadline => "--timeout reached during git work" })]
+    Stopped(StopReason),
     #[error(
         "{operation} of {url} stalled: nothing moved for {seconds} s (raise UPKEEP_GIT_STALL_TIMEOUT on a slow link)"
     )]
@@ -52,9 +50,6 @@ pub enum WorkspaceError {
 
 impl From<StopReason> for WorkspaceError {
     fn from(reason: StopReason) -> Self {
-        match reason {
-            StopReason::Interrupted => WorkspaceError::Interrupted,
-            StopReason::Deadline => WorkspaceError::TimedOut,
-        }
+        WorkspaceError::Stopped(reason)
     }
 }

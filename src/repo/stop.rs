@@ -6,11 +6,15 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-/// Why git work stopped before it finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why work stopped before it finished: the one stop every layer carries (git work, a tool, a
+/// cycle, the run), so it is matched where it is reported, never found again in an error chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum StopReason {
+    /// Ctrl-C or SIGTERM.
+    #[error("interrupted")]
     Interrupted,
     /// The run's `--timeout` passed: a budget, not a failure.
+    #[error("--timeout reached")]
     Deadline,
 }
 

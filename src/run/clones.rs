@@ -62,7 +62,7 @@ impl Runner<'_> {
                     }
                     // `.upkeep.toml` now names another base: start over as cycle 1 does.
                 }
-                Err(error @ (RunError::Interrupted | RunError::Deadline)) => return Err(error),
+                Err(error @ RunError::Stopped(_)) => return Err(error),
                 // A refresh that fails leaves the clone in an unknown state (it is removed); a
                 // fresh clone either works or reports the real problem (network, auth, base).
                 Err(error) => tracing::warn!("could not refresh the clone in place ({error}); cloning afresh"),
@@ -103,12 +103,11 @@ impl Runner<'_> {
     /// The repository's `.upkeep.toml`, read through the gate (a symlink out of the clone, a
     /// FIFO or an oversized file is refused like a broken file), combined with the operator's.
     pub(super) fn repo_settings(&self, workspace: &Workspace, cycle: u32) -> Result<RepoSettings, RunError> {
-        let parsed = WorkTree::open(workspace.root(), &[])
-            .map_err(|error| ConfigError(error.to_string()))
-            .and_then(|tree| {
-                tree.read_text(REPO_CONFIG_FILE, MAX_REPO_CONFIG_BYTES)
-                    .map_err(|error| ConfigError(format!("{REPO_CONFIG_FILE}: {error}")))
-            })
+        // A clone that cannot be opened is a failure; what the file holds is the repository's.
+        let tree = WorkTree::open(workspace.root(), &[]).map_err(RunError::from)?;
+        let parsed = tree
+            .read_text(REPO_CONFIG_FILE, MAX_REPO_CONFIG_BYTES)
+            .map_err(|error| ConfigError(format!("{REPO_CONFIG_FILE}: {error}")))
             .and_then(|text| {
                 text.map_or_else(|| Ok(FileConfig::default()), |text| FileConfig::parse_repository(&text))
             });

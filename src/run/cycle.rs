@@ -5,7 +5,7 @@
 use crate::agent::budget::{Budget, Limit};
 use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
-use crate::config::{ConfigError, Mode, RepoSettings};
+use crate::config::{Mode, RepoSettings};
 use crate::conversation::CycleWork;
 use crate::dashboard::DashboardPlan;
 use crate::events::{Event, Scope};
@@ -15,8 +15,9 @@ use crate::llm::{Provider, pricing};
 use crate::repo::{WorkTree, Workspace};
 use crate::tools::{CyclePullRequests, FinishStatus, PullRequestScope, ToolContext};
 
-use super::ending::{RunEnd, RunError};
+use super::ending::RunError;
 use super::runner::Runner;
+use crate::outcome::Outcome;
 
 /// What the agent of a cycle works with.
 struct CycleInputs<'c> {
@@ -37,7 +38,7 @@ impl Runner<'_> {
         provider: &dyn Provider,
         models: &crate::subagents::Models,
         forge: &dyn Forge,
-    ) -> Result<RunEnd, RunError> {
+    ) -> Result<Outcome, RunError> {
         let config = self.config;
         // Outside the operator's schedule nothing is cloned either.
         if let Some(end) = self
@@ -65,13 +66,12 @@ impl Runner<'_> {
             },
         );
 
-        let files = WorkTree::open(workspace.root(), &settings.protected_paths)
-            .map_err(|error| RunError::Usage(ConfigError(error.to_string())))?;
+        let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(RunError::from)?;
         let conversation = match self.conversation(cycle, forge, &workspace).await? {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
-                return Ok(RunEnd::NoTasks);
+                return Ok(Outcome::NoTasks);
             }
         };
         let briefing = brief(
@@ -127,7 +127,7 @@ impl Runner<'_> {
         settings: &RepoSettings,
         base: &str,
         forge: &dyn Forge,
-    ) -> Result<Option<RunEnd>, RunError> {
+    ) -> Result<Option<Outcome>, RunError> {
         if settings.dashboard {
             self.dashboard = Some(DashboardPlan {
                 base: base.to_owned(),
@@ -148,7 +148,7 @@ impl Runner<'_> {
     /// Limits hold back the work the bot picks itself (DESIGN section 13). An explicit request —
     /// `--task`, `--issue`, `--pr` or the event that named them — is the operator's own and runs,
     /// with a note that the limit was passed over.
-    fn hold_or_pass(&self, held: Held) -> Option<RunEnd> {
+    fn hold_or_pass(&self, held: Held) -> Option<Outcome> {
         let config = self.config;
         let request = match (&config.task, config.issue, config.pull_request) {
             (Some(_), _, _) => "the task given is".to_owned(),
@@ -277,14 +277,14 @@ impl Runner<'_> {
         outcome: CycleOutcome,
         opened_pull_request: bool,
         forge: &dyn Forge,
-    ) -> RunEnd {
+    ) -> Outcome {
         match outcome {
             CycleOutcome::Finished {
                 status: FinishStatus::NoTasks,
                 summary,
             } => {
                 self.events.say(&format!("nothing to do: {summary}"));
-                RunEnd::NoTasks
+                Outcome::NoTasks
             }
             CycleOutcome::Finished {
                 status: FinishStatus::Completed,
@@ -294,9 +294,9 @@ impl Runner<'_> {
                     self.events.say(&format!("done: {summary}"));
                 }
                 if opened_pull_request {
-                    RunEnd::PullRequest
+                    Outcome::PullRequest
                 } else {
-                    RunEnd::Completed
+                    Outcome::Completed
                 }
             }
             CycleOutcome::Question { question, issue } => {
@@ -315,7 +315,7 @@ impl Runner<'_> {
                     },
                     Event::Question { question, issue },
                 );
-                RunEnd::Question
+                Outcome::Question
             }
             CycleOutcome::Limit(limit) => {
                 self.events.alert(&format!("upkeep: stopped: {limit}"));
@@ -323,10 +323,10 @@ impl Runner<'_> {
                     Limit::Turns(_) => {
                         self.events
                             .alert("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
-                        RunEnd::Limit
+                        Outcome::Limit
                     }
-                    Limit::Stuck { .. } => RunEnd::Stuck,
-                    _ => RunEnd::Limit,
+                    Limit::Stuck { .. } => Outcome::Stuck,
+                    _ => Outcome::Limit,
                 }
             }
         }

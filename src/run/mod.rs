@@ -27,6 +27,7 @@ use crate::events::{EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::kinds::ForgeKind;
+use crate::outcome::Outcome;
 use crate::repo::WorkTree;
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
@@ -128,11 +129,11 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             path.display()
         ));
     }
-    let (status, outcome, error) = ending::conclude(&result, &events, left.is_empty());
+    let (outcome, error) = ending::conclude(&result, &events, left.is_empty());
     let dashboard = runner.dashboard.take();
-    let summary = runner.into_summary(status, outcome, error);
+    let summary = runner.into_summary(outcome, error);
     // An interrupted run reports at once; every other run brings its dashboard up to date.
-    if let Some(plan) = dashboard.filter(|_| status != ExitStatus::Interrupted) {
+    if let Some(plan) = dashboard.filter(|_| outcome != Outcome::Interrupted) {
         match build_forge(&config) {
             Ok(forge) => crate::dashboard::update(forge.as_ref(), &plan, &summary, &events).await,
             Err(error) => events.alert(&format!("upkeep: warning: the dashboard was not updated: {error}")),
@@ -145,15 +146,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
 /// `upkeep prompt`: clones and reads the repository as a run's first cycle does, and returns
 /// the briefing without asking a model. Errors carry the exit status they map to.
 pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefing, (ExitStatus, String)> {
-    let fail = |error: RunError| {
-        let status = match &error {
-            RunError::Usage(_) => ExitStatus::Usage,
-            RunError::Interrupted => ExitStatus::Interrupted,
-            RunError::Deadline => ExitStatus::Budget,
-            RunError::Failure(_) => ExitStatus::Failure,
-        };
-        (status, error.to_string())
-    };
+    let fail = |error: RunError| (error.outcome().exit_status(), error.to_string());
     let events = event_sink(config).map_err(|error| fail(RunError::Usage(error)))?;
     // `prompt` shows the first cycle's briefing.
     let mut runner = Runner::new(config, &events, &cancel, None);
@@ -161,8 +154,7 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
     runner.check_pull_request(forge.as_ref()).await.map_err(fail)?;
     let (workspace, settings, _) = runner.prepare(1).await.map_err(fail)?;
-    let files = WorkTree::open(workspace.root(), &settings.protected_paths)
-        .map_err(|error| fail(RunError::Usage(ConfigError(error.to_string()))))?;
+    let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(|error| fail(error.into()))?;
     let conversation = match runner.conversation(1, forge.as_ref(), &workspace).await.map_err(fail)? {
         CycleWork::Work(conversation) => conversation,
         CycleWork::Nothing(reason) => return Err((ExitStatus::Done, reason)),

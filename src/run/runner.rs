@@ -6,22 +6,22 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::budget::Budget;
 use crate::config::{Config, ConfigError, Mode, RepoSettings, RepoSource};
-use crate::conversation::local::LocalResume;
+use crate::conversation::local::{LocalResume, ResumeError};
 use crate::conversation::{ConversationError, CycleWork};
 use crate::dashboard::DashboardPlan;
 use crate::events::{Event, EventSink, Scope};
-use crate::exit::ExitStatus;
 use crate::forge::Forge;
 use crate::limits::{Held, Limits};
 use crate::llm;
 use crate::repo::cleanup;
 use crate::repo::questions::LocalQuestion;
-use crate::repo::{Stop, WorkTree, Workspace};
+use crate::repo::{Stop, StopReason, WorkTree, Workspace};
 use crate::summary::RunSummary;
 use crate::tools::CommandSettings;
 
 use super::build_forge;
-use super::ending::{RunEnd, RunError};
+use super::ending::RunError;
+use crate::outcome::Outcome;
 
 pub(super) struct Runner<'a> {
     pub(super) config: &'a Config,
@@ -63,7 +63,7 @@ struct RunParts {
 /// the pull request a `--pr` run follows up.
 #[derive(Default)]
 pub(super) struct ConversationState {
-    pub(super) local: Option<Result<LocalResume, ConfigError>>,
+    pub(super) local: Option<Result<LocalResume, ResumeError>>,
     pub(super) resumed: Option<LocalQuestion>,
     pub(super) first: Option<(Workspace, RepoSettings, bool)>,
     pub(super) pull_request_base: Option<String>,
@@ -75,7 +75,7 @@ impl<'a> Runner<'a> {
         config: &'a Config,
         events: &'a EventSink,
         cancel: &'a CancellationToken,
-        local: Option<Result<LocalResume, ConfigError>>,
+        local: Option<Result<LocalResume, ResumeError>>,
     ) -> Self {
         Runner {
             config,
@@ -101,16 +101,15 @@ impl<'a> Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// What the run did, once it ended as `status` and `outcome`.
-    pub(super) fn into_summary(self, status: ExitStatus, outcome: &str, error: Option<String>) -> RunSummary {
+    /// What the run did, once it ended as `outcome`.
+    pub(super) fn into_summary(self, outcome: Outcome, error: Option<String>) -> RunSummary {
         let (usage, cost_usd, turns) = self
             .budget
             .as_ref()
             .map(|budget| (budget.usage, budget.cost_usd, budget.turns))
             .unwrap_or_default();
         RunSummary {
-            status,
-            outcome: outcome.into(),
+            outcome,
             cycles: self.cycles,
             turns,
             usage,
@@ -124,9 +123,9 @@ impl Runner<'_> {
     }
 
     /// The run from its checks to its last cycle.
-    pub(super) async fn run(&mut self) -> Result<RunEnd, RunError> {
+    pub(super) async fn run(&mut self) -> Result<Outcome, RunError> {
         let pending = match self.conversation.local.take() {
-            Some(Err(error)) => return Err(RunError::Usage(error)),
+            Some(Err(error)) => return Err(error.into()),
             Some(Ok(LocalResume::Pending(pending))) => Some(pending),
             Some(Ok(LocalResume::Resume(question))) => {
                 self.conversation.resumed = Some(question);
@@ -173,7 +172,7 @@ impl Runner<'_> {
         &mut self,
         parts: &RunParts,
         pending: Option<Vec<LocalQuestion>>,
-    ) -> Result<Option<RunEnd>, RunError> {
+    ) -> Result<Option<Outcome>, RunError> {
         let config = self.config;
         let held = match pending {
             Some(_) => None,
@@ -223,7 +222,7 @@ impl Runner<'_> {
                     .say(&crate::conversation::local::describe_pending(path, &pending));
             }
             self.question = pending.first().map(|q| q.question.clone());
-            return Ok(Some(RunEnd::Question));
+            return Ok(Some(Outcome::Question));
         }
         if let Some(held) = held {
             return Ok(Some(self.held(held)));
@@ -236,7 +235,7 @@ impl Runner<'_> {
 
     /// One cycle, then another in continuous mode while the model completes work, up to
     /// `--max-cycles`.
-    async fn cycles_until_done(&mut self, parts: &RunParts) -> Result<RunEnd, RunError> {
+    async fn cycles_until_done(&mut self, parts: &RunParts) -> Result<Outcome, RunError> {
         let config = self.config;
         loop {
             self.cycles += 1;
@@ -244,15 +243,16 @@ impl Runner<'_> {
             let end = self
                 .cycle(cycle, parts.provider.as_ref(), &parts.models, parts.forge.as_ref())
                 .await;
-            if let Ok(held @ RunEnd::Held(_)) = end {
+            if let Some(held) = end.as_ref().ok().copied().filter(|outcome| outcome.is_held_back()) {
                 // The cycle never started: no model call, nothing opened.
                 self.cycles -= 1;
                 return Ok(held);
             }
             let outcome = match &end {
-                Ok(end) => end.as_str(),
-                Err(RunError::Deadline) => RunEnd::Limit.as_str(),
-                Err(_) => "error",
+                Ok(end) => *end,
+                // An interrupted cycle is `error`; the run's outcome says `interrupted`.
+                Err(RunError::Stopped(StopReason::Deadline)) => Outcome::Limit,
+                Err(_) => Outcome::Error,
             };
             let findings = std::mem::take(&mut self.cycle_findings);
             self.run_findings.extend(findings.iter().cloned());
@@ -262,7 +262,7 @@ impl Runner<'_> {
                     turn: None,
                 },
                 Event::CycleFinished {
-                    outcome: outcome.into(),
+                    outcome,
                     unresolved_findings: findings,
                 },
             );
@@ -270,14 +270,15 @@ impl Runner<'_> {
                 // After the first cycle the work has started: what was a usage error before
                 // (a base branch deleted on the remote, a broken .upkeep.toml merged) is a failure.
                 RunError::Usage(error) if cycle > 1 => RunError::Failure(error.into()),
+                RunError::Unworkable(error) if cycle > 1 => RunError::Failure(error.into()),
                 other => other,
             })?;
             match (config.mode, end) {
-                (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) if cycle < config.max_cycles => continue,
-                (Mode::Continuous, RunEnd::PullRequest | RunEnd::Completed) => {
+                (Mode::Continuous, Outcome::PullRequest | Outcome::Completed) if cycle < config.max_cycles => continue,
+                (Mode::Continuous, Outcome::PullRequest | Outcome::Completed) => {
                     self.events
                         .say(&format!("upkeep: --max-cycles {} reached", config.max_cycles));
-                    return Ok(RunEnd::MaxCycles);
+                    return Ok(Outcome::MaxCycles);
                 }
                 (_, end) => return Ok(end),
             }
@@ -355,7 +356,7 @@ impl Runner<'_> {
     }
 
     /// A cycle held back by a limit: says why (`limit_reached`), opens nothing.
-    pub(super) fn held(&self, held: Held) -> RunEnd {
+    pub(super) fn held(&self, held: Held) -> Outcome {
         self.events.emit(
             Scope::default(),
             Event::LimitReached {
@@ -363,6 +364,6 @@ impl Runner<'_> {
                 message: held.message,
             },
         );
-        RunEnd::Held(held.by)
+        Outcome::from(held.by)
     }
 }

@@ -31,7 +31,7 @@ pub(super) async fn run(level: &Level<'_, '_>, ctx: &ToolContext<'_>) -> Result<
                 });
                 false
             }
-            Err(fatal @ ToolError::Fatal(_)) => return Err(fatal),
+            Err(fatal @ (ToolError::Fatal(_) | ToolError::Stopped(_))) => return Err(fatal),
         };
         level.emit(Event::Check { tool, ok });
     }

@@ -96,7 +96,7 @@ impl Level<'_, '_> {
                 "agent `{}` stopped without an answer: its model refused: {reason}",
                 definition.name
             ))),
-            Err(CycleError::Interrupted) => Err(ToolError::Fatal(anyhow::anyhow!("interrupted"))),
+            Err(CycleError::Stopped(reason)) => Err(ToolError::Stopped(reason)),
             Err(CycleError::Provider(error)) => Err(ToolError::Fatal(
                 anyhow::Error::new(error).context(format!("agent {}", exec.path())),
             )),

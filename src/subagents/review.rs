@@ -167,7 +167,7 @@ async fn ask_reviewer(
         Ok(AgentEnd::Limit(limit)) => Err(format!("the reviewer stopped: {limit}")),
         Ok(AgentEnd::Cycle(_)) => Err("the reviewer tried to end the cycle".to_owned()),
         Err(ToolError::RespondToModel(reason)) => Err(reason),
-        Err(fatal @ ToolError::Fatal(_)) => return Err(fatal),
+        Err(fatal @ (ToolError::Fatal(_) | ToolError::Stopped(_))) => return Err(fatal),
     })
 }
 

@@ -154,6 +154,7 @@ fn refusal<A: DeserializeOwned>(arguments: Value) -> String {
     match parse::<A>(&arguments) {
         Err(ToolError::RespondToModel(message)) => message,
         Err(ToolError::Fatal(error)) => panic!("a malformed argument ended the run: {error}"),
+        Err(ToolError::Stopped(reason)) => panic!("a malformed argument stopped the run: {reason:?}"),
         Ok(_) => panic!("accepted"),
     }
 }

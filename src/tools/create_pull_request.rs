@@ -203,6 +203,9 @@ impl Tool for CreatePullRequest {
                 scope.published.record(pull_request.clone());
                 Ok(ToolOutput::PullRequest(pull_request))
             }
+            Err(crate::forge::ForgeError::Workspace(WorkspaceError::Stopped(reason))) => {
+                Err(ToolError::Stopped(reason))
+            }
             Err(error) if error.is_fatal() => Err(ToolError::Fatal(anyhow::Error::new(error))),
             Err(error) => Err(ToolError::model(format!(
                 "the pull request was not published: {error}. The commit is on {} in the clone; you may fix the cause and call create_pull_request again, or ask a human with ask_question",
@@ -262,7 +265,7 @@ async fn answer_review(
 }
 
 fn fatal(error: WorkspaceError) -> ToolError {
-    ToolError::Fatal(anyhow::Error::new(error).context("committing the changes"))
+    ToolError::from_git(error, "committing the changes")
 }
 
 /// What the model reads back after a successful call.

@@ -40,9 +40,11 @@ impl TypedTool for Finish {
         let Invocation { ctx, args } = call;
         let FinishArgs { status, summary } = args;
         // Ending the cycle drops the clone: work no pull request carries would be lost.
-        let unsaved = ctx.workspace.unsaved().await.map_err(|error| {
-            ToolError::Fatal(anyhow::Error::new(error).context("checking the clone for unsaved changes"))
-        })?;
+        let unsaved = ctx
+            .workspace
+            .unsaved()
+            .await
+            .map_err(|error| ToolError::from_git(error, "checking the clone for unsaved changes"))?;
         if !unsaved.is_empty() {
             let mut files = unsaved
                 .files

@@ -80,11 +80,23 @@ pub enum ToolError {
     /// Ends the run: retrying cannot help and the model cannot fix it.
     #[error(transparent)]
     Fatal(#[from] anyhow::Error),
+    /// The interrupt or the deadline stopped the tool's work: the run stops, and says why.
+    #[error("{0}")]
+    Stopped(crate::repo::StopReason),
 }
 
 impl ToolError {
     pub fn model(message: impl Into<String>) -> Self {
         ToolError::RespondToModel(message.into())
+    }
+
+    /// Git work that failed (`doing` says what it was) ends the run; git work the interrupt or
+    /// the deadline stopped is that stop.
+    pub fn from_git(error: crate::repo::WorkspaceError, doing: &'static str) -> Self {
+        match error {
+            crate::repo::WorkspaceError::Stopped(reason) => ToolError::Stopped(reason),
+            other => ToolError::Fatal(anyhow::Error::new(other).context(doing)),
+        }
     }
 }
 

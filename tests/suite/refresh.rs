@@ -289,7 +289,10 @@ fn an_interrupted_refresh_says_so() {
     let error = workspace
         .refresh_blocking(&GitAuth::default(), &Stop::new(cancel, None))
         .expect_err("cancelled");
-    assert!(matches!(error, WorkspaceError::Interrupted), "{error}");
+    assert!(
+        matches!(error, WorkspaceError::Stopped(upkeep::repo::StopReason::Interrupted)),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

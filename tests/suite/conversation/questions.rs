@@ -149,3 +149,34 @@ async fn a_local_question_answered_with_answer_reaches_the_next_prompt() {
         String::from_utf8_lossy(&listing.stdout)
     );
 }
+
+/// Regression: an answer that cannot be recorded (the repository's git config is locked by
+/// another git process) is a runtime failure (exit 1), not a usage error (exit 2): nothing is
+/// wrong with the command line.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_that_cannot_be_recorded_is_a_failure_not_a_usage_error() {
+    let repo = TestRepo::new();
+    let asked = Script::new(&[reply(
+        "unclear",
+        &[("ask_question", json!({"question_text": "Keep greet as an alias?"}))],
+    )]);
+    run_local(&repo, &asked, &["--task", "Rename greet to hello"]).assert_code(3);
+    // What another git process holds while it writes the config.
+    std::fs::write(repo.path().join(".git/config.lock"), "").expect("lock");
+
+    let server = model(&[finish("completed")]).await;
+    let out = Upkeep::new()
+        .args(["run", "--repo"])
+        .args([repo.path()])
+        .args(["--json", "--answer", "Yes."])
+        .args(openai(&server))
+        .env("OPENAI_API_KEY", "sk-test")
+        .run_async()
+        .await;
+    out.assert_code(1);
+    let finished = &out.events_of("run_finished")[0];
+    assert_eq!(finished["outcome"], "error", "{finished}");
+    let error = finished["error"].as_str().expect("an error");
+    assert!(error.contains("recording the answer in"), "{error}");
+    assert!(!out.stderr.contains("configuration error"), "{}", out.stderr);
+}
