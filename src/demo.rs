@@ -123,7 +123,7 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
         json: args.json,
         ..RunArgs::default()
     };
-    let config = match Config::from_args(&run_args) {
+    let config = match Config::for_run(&run_args, crate::config::Purpose::Run).await {
         Ok(config) => config,
         Err(error) => {
             eprintln!("upkeep demo: {error}");

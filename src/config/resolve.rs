@@ -1,7 +1,7 @@
-//! Flags, environment and the operator's `--config` -> one [`Config`], checked before any work.
+//! Flags, environment and the operator's `--config` -> the [`RunSettings`] that
+//! [`super::Config::resolve`] completes, checked before any work.
 //!
-//! [`Config::from_args`] (for `upkeep run`) and [`Config::for_prompt`] (for `upkeep prompt`)
-//! read the command line once, in a fixed order of small steps, each of which checks what it
+//! [`command_line`] reads the command line once, in a fixed order of small steps, each of which checks what it
 //! reads and names the offending flag or key in its error. The order is part of the contract:
 //! when several things are wrong, the first step's error is the one reported (the repository,
 //! then the task, the mode, the provider, the forge, the budgets, the operator's file, ...).
@@ -15,94 +15,78 @@ use secrecy::SecretString;
 
 use super::error::ConfigError;
 use super::file::FileConfig;
+use super::inputs::Purpose;
 use super::source::RepoSource;
 use super::{
-    Budgets, Config, DEFAULT_MAX_CYCLES, DEFAULT_OUTPUT_CAP, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SHELL_TIMEOUT_SECS,
-    DEFAULT_TRIGGER_PHRASE, GitHubSettings, Mode, ProviderSettings, env_secret,
+    Budgets, DEFAULT_MAX_CYCLES, DEFAULT_OUTPUT_CAP, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SHELL_TIMEOUT_SECS,
+    DEFAULT_TRIGGER_PHRASE, GitHubSettings, Mode, ProviderSettings, RunSettings, env_secret,
 };
 use crate::agents::settings::AgentSettings;
 use crate::cli::RunArgs;
+use crate::conversation::local::LocalResume;
 use crate::exec::CommandSettings;
 use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 use crate::repo::Identity;
 
-/// What the settings are resolved for: a run needs credentials, printing the prompt does not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Purpose {
-    Run,
-    Prompt,
-}
-
-impl Config {
-    /// The settings of `upkeep run`: everything checked that can be before any work.
-    pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
-        Self::resolve(args, Purpose::Run)
+/// The command line read in its fixed order, into the settings [`Config::resolve`] completes.
+pub(super) fn command_line(args: &RunArgs, purpose: Purpose) -> Result<RunSettings, ConfigError> {
+    let github = GitHubSettings::from_env();
+    let source = RepoSource::parse(&args.repo, &github.server_url)?;
+    let task = task(args)?;
+    let mode = mode(args)?;
+    check_base_branch(args, &source)?;
+    check_keep_clone(args)?;
+    if args.max_cycles.is_some() && !args.continuous {
+        tracing::warn!("--max-cycles has no effect without --continuous (a single run is one cycle)");
     }
-
-    /// The settings of `upkeep prompt`, which calls no model and publishes nothing, and so
-    /// needs no API key and no write token (public repositories are read without one).
-    pub fn for_prompt(args: &RunArgs) -> Result<Self, ConfigError> {
-        Self::resolve(args, Purpose::Prompt)
-    }
-
-    fn resolve(args: &RunArgs, purpose: Purpose) -> Result<Self, ConfigError> {
-        let github = GitHubSettings::from_env();
-        let source = RepoSource::parse(&args.repo, &github.server_url)?;
-        let task = task(args)?;
-        let mode = mode(args)?;
-        check_base_branch(args, &source)?;
-        check_keep_clone(args)?;
-        if args.max_cycles.is_some() && !args.continuous {
-            tracing::warn!("--max-cycles has no effect without --continuous (a single run is one cycle)");
-        }
-        let mut provider = provider_settings(args, purpose)?;
-        let forge = forge(args, &source, &github, purpose)?;
-        let budgets = budgets(args)?;
-        let operator = operator_file(args)?;
-        let commands = command_settings(args, &operator)?;
-        let allow_tools = allowed_tools(args)?;
-        let answer = answer(args, forge)?;
-        check_pull_request(args, forge)?;
-        let trigger_phrase = trigger_phrase(args, &operator)?;
-        provider.context_window = context_window(args, &operator, provider.kind);
-        provider.structured_output = structured_output(args, &operator, provider.kind);
-        let agents = AgentSettings::resolve(args, &operator.agents, &operator.checks, &operator.tools)?;
-        Ok(Config {
-            source,
-            task,
-            mode,
-            max_cycles: args.max_cycles.unwrap_or(DEFAULT_MAX_CYCLES),
-            dangerous_tools: args.allow_dangerous_tools,
-            provider,
-            forge,
-            dry_run: args.dry_run,
-            json: args.json,
-            // The trace file is opened once, by the run's event sink, which reports a file it
-            // cannot open as a usage error before any work.
-            trace: args.trace.clone(),
-            budgets,
-            depth: args.depth.unwrap_or(1),
-            keep_clone: args.keep_clone.clone(),
-            git_stall_timeout: args
-                .git_stall_timeout
-                .map_or(crate::repo::stop::DEFAULT_STALL_TIMEOUT, Duration::from_secs),
-            draft: args.draft,
-            commands,
-            allow_tools,
-            identity: identity(args),
-            github,
-            quiet: args.quiet,
-            full_history: args.full_history,
-            issue: args.issue,
-            pull_request: args.pull_request,
-            answer,
-            trigger_phrase,
-            overrides: overrides(args),
-            operator,
-            agents,
-            fleet_member: None,
-        })
-    }
+    let mut provider = provider_settings(args, purpose)?;
+    let forge = forge(args, &source, &github, purpose)?;
+    let budgets = budgets(args)?;
+    let operator = operator_file(args)?;
+    let commands = command_settings(args, &operator)?;
+    let allow_tools = allowed_tools(args)?;
+    let answer = answer(args, forge)?;
+    check_pull_request(args, forge)?;
+    let trigger_phrase = trigger_phrase(args, &operator)?;
+    provider.context_window = context_window(args, &operator, provider.kind);
+    provider.structured_output = structured_output(args, &operator, provider.kind);
+    let agents = AgentSettings::resolve(args, &operator.agents, &operator.checks, &operator.tools)?;
+    Ok(RunSettings {
+        source,
+        task,
+        mode,
+        max_cycles: args.max_cycles.unwrap_or(DEFAULT_MAX_CYCLES),
+        dangerous_tools: args.allow_dangerous_tools,
+        provider,
+        forge,
+        dry_run: args.dry_run,
+        json: args.json,
+        // The trace file is opened once, by the run's event sink, which reports a file it
+        // cannot open as a usage error before any work.
+        trace: args.trace.clone(),
+        budgets,
+        depth: args.depth.unwrap_or(1),
+        keep_clone: args.keep_clone.clone(),
+        git_stall_timeout: args
+            .git_stall_timeout
+            .map_or(crate::repo::stop::DEFAULT_STALL_TIMEOUT, Duration::from_secs),
+        draft: args.draft,
+        commands,
+        allow_tools,
+        identity: identity(args),
+        github,
+        quiet: args.quiet,
+        full_history: args.full_history,
+        issue: args.issue,
+        pull_request: args.pull_request,
+        answer,
+        trigger_phrase,
+        overrides: overrides(args),
+        operator,
+        agents,
+        fleet_member: None,
+        local_questions: LocalResume::Nothing,
+    })
 }
 
 /// `--task` or `--task-file`: an empty task is a mistake, not "no task", and a task file that

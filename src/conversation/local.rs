@@ -9,15 +9,16 @@
 
 use std::path::Path;
 
-use crate::config::{Config, ConfigError, Mode, RepoSource};
+use crate::config::{Config, ConfigError, RepoSource, RunSettings};
 use crate::kinds::ForgeKind;
 use crate::repo::questions::{LocalQuestion, SECTION, answer_command, shell_quote};
 use crate::repo::source::LocalSource;
 
 /// What the questions kept in the repository mean for this run.
-#[derive(Debug)]
+#[derive(Debug, Clone, Default)]
 pub enum LocalResume {
     /// No question concerns this run.
+    #[default]
     Nothing,
     /// Resume this answered question.
     Resume(LocalQuestion),
@@ -25,9 +26,10 @@ pub enum LocalResume {
     Pending(Vec<LocalQuestion>),
 }
 
-/// Reads the questions kept in a local repository and applies `--answer`. A resumed question's
-/// task and issue become the run's (unless given), and a task makes the run a single one.
-pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
+/// Reads the questions kept in a local repository and selects the one `--answer` answers (or
+/// an answered one to resume), writing nothing: [`record_answer`] keeps the answer once a run
+/// starts with it. [`Config::resolve`] makes the resumed question's task and issue the run's.
+pub async fn read(config: &RunSettings) -> Result<LocalResume, ConfigError> {
     let (ForgeKind::Local, RepoSource::Local(path)) = (config.forge, &config.source) else {
         return Ok(LocalResume::Nothing);
     };
@@ -57,16 +59,10 @@ pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
                 ),
             ));
         }
-        (Some(answer), [one]) => {
-            source
-                .record_answer(&one.key, answer)
-                .await
-                .map_err(|error| ConfigError(format!("recording the answer in {}: {error}", path.display())))?;
-            LocalQuestion {
-                answer: Some(answer.clone()),
-                ..one.clone()
-            }
-        }
+        (Some(answer), [one]) => LocalQuestion {
+            answer: Some(answer.clone()),
+            ..one.clone()
+        },
         (Some(_), many) => {
             let commands: Vec<String> = many.iter().map(|q| format!("  {}", answer_command(&path, q))).collect();
             return Err(ConfigError::key(
@@ -90,16 +86,19 @@ pub async fn resume(config: &mut Config) -> Result<LocalResume, ConfigError> {
             }
         }
     };
-    if config.task.is_none() {
-        config.task.clone_from(&chosen.task);
-    }
-    if config.issue.is_none() {
-        config.issue = chosen.issue;
-    }
-    if config.task.is_some() {
-        config.mode = Mode::Single;
-    }
     Ok(LocalResume::Resume(chosen))
+}
+
+/// Keeps the `--answer` of the question a run resumes in the repository, so that a run that
+/// does not finish resumes it by itself next time. Nothing to do without `--answer`.
+pub async fn record_answer(config: &Config, resumed: &LocalQuestion) -> Result<(), ConfigError> {
+    let (Some(answer), RepoSource::Local(path)) = (&config.answer, &config.source) else {
+        return Ok(());
+    };
+    LocalSource::new(path.clone())
+        .record_answer(&resumed.key, answer)
+        .await
+        .map_err(|error| ConfigError(format!("recording the answer in {}: {error}", path.display())))
 }
 
 /// Forgets a resumed question once a cycle ended with its exchange in the prompt.
