@@ -69,7 +69,10 @@ fn a_repository_cannot_loosen_the_operators_policy() {
 fn test_config() -> RunSettings {
     let args = RunArgs {
         repo: ".".into(),
-        replay: Some(PathBuf::from("Cargo.toml")),
+        options: crate::cli::RunOptions {
+            replay: Some(PathBuf::from("Cargo.toml")),
+            ..crate::cli::RunOptions::default()
+        },
         ..RunArgs::default()
     };
     super::resolve::command_line(&args, Purpose::Run).expect("a replay config on this checkout")

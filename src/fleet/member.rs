@@ -43,9 +43,10 @@ pub(super) async fn run(
     cancel: CancellationToken,
 ) -> RepoOutcome {
     let mut args = member_args(entry, defaults);
-    let applied = entry.overrides.apply(&mut args).map(|()| {
+    let applied = entry.overrides.apply(&args.options).map(|options| {
+        args.options = options;
         if let Share::Capped(cap) = share {
-            args.max_cost = Some(args.max_cost.map_or(cap, |own| own.min(cap)));
+            args.options.max_cost = Some(args.options.max_cost.map_or(cap, |own| own.min(cap)));
         }
     });
     let start = RunStart {
@@ -91,8 +92,11 @@ pub(super) fn shared_usage_error(entries: &[FleetEntry], defaults: &RunArgs) -> 
         let mut args = member_args(entry, defaults);
         let error = entry
             .overrides
-            .apply(&mut args)
-            .and_then(|()| crate::config::check_command_line(&args))
+            .apply(&args.options)
+            .and_then(|options| {
+                args.options = options;
+                crate::config::check_command_line(&args)
+            })
             .err()?;
         match &shared {
             Some(first) if first.to_string() != error.to_string() => return None,
