@@ -139,7 +139,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
 
 /// `upkeep prompt`: clones and reads the repository as a run's first cycle does, and returns
 /// the briefing without asking a model, through the same steps the run takes before its first
-/// model call ([`Runner::first_clone`], [`Runner::brief_cycle`]). Errors carry the exit status
+/// model call (`Runner::first_clone`, `Runner::brief_cycle`). Errors carry the exit status
 /// they map to.
 pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefing, (ExitStatus, String)> {
     let fail = |error: RunError| {
