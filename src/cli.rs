@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use clap::builder::BoolishValueParser;
 use clap::{Args, Parser, Subcommand};
+use serde::{Deserialize, Serialize};
 
 pub use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 
@@ -37,12 +38,68 @@ pub enum Command {
     Fleet(Box<FleetArgs>),
 }
 
+/// `upkeep run`'s command line: the repository, the options a fleet may set per repository
+/// ([`RunOptions`]), and those that belong to the invocation as a whole (output, the commit
+/// author, `--keep-clone`, and what one run is pointed at).
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// owner/name (GitHub), an https://, ssh:// or git@host:path URL, or a local path / file:// URL
     #[arg(long, env = "UPKEEP_REPO")]
     pub repo: String,
 
+    #[command(flatten)]
+    pub options: RunOptions,
+
+    /// JSON Lines events on stdout; human-readable progress on stderr.
+    #[arg(long, env = "UPKEEP_JSON", value_parser = BoolishValueParser::new())]
+    pub json: bool,
+
+    /// Append the events to this file.
+    #[arg(long, env = "UPKEEP_TRACE")]
+    pub trace: Option<PathBuf>,
+
+    /// Benchmark knob: send every tool result whole in every request (no masking), to measure
+    /// what the history policy saves. Not for real runs.
+    #[arg(long, env = "UPKEEP_FULL_HISTORY", hide = true, value_parser = BoolishValueParser::new())]
+    pub full_history: bool,
+
+    /// Name on the bot's commits [default: upkeep]
+    #[arg(long, env = "UPKEEP_AUTHOR_NAME")]
+    pub author_name: Option<String>,
+
+    /// Email on the bot's commits [default: upkeep@users.noreply.github.com]
+    #[arg(long, env = "UPKEEP_AUTHOR_EMAIL")]
+    pub author_email: Option<String>,
+
+    /// Copy each cycle's clone (work tree and history, bot branch included) to DIR before it is
+    /// removed (DIR/cycle-N in continuous mode); DIR must be new or empty.
+    #[arg(long, env = "UPKEEP_KEEP_CLONE")]
+    pub keep_clone: Option<PathBuf>,
+
+    /// Print only errors and the final summary on stderr.
+    #[arg(long, short, env = "UPKEEP_QUIET", value_parser = BoolishValueParser::new())]
+    pub quiet: bool,
+
+    /// Work this issue: its title, body and comments (a question's answer too) are the task.
+    #[arg(long, env = "UPKEEP_ISSUE", conflicts_with = "continuous")]
+    pub issue: Option<u64>,
+
+    /// Work the review feedback on this pull request of the bot's (GitHub).
+    #[arg(long = "pr", env = "UPKEEP_PR", conflicts_with_all = ["task", "task_file", "continuous", "issue"])]
+    pub pull_request: Option<u64>,
+
+    /// Local repository: the answer to the question upkeep asked there; the run resumes with it.
+    #[arg(long, env = "UPKEEP_ANSWER")]
+    pub answer: Option<String>,
+}
+
+/// The run options a fleet's `[[repos]]` table may set for one repository, under the option's
+/// name with `_` for `-` (`--env` is `env`). The command line and the fleet file read the same
+/// struct: clap parses it from flags and the environment, serde from the table
+/// ([`crate::fleet::overrides`]), so an option added here is accepted by both.
+#[derive(Debug, Clone, Default, PartialEq, Args, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunOptions {
     /// What to do. Without it the model picks the next task from the task sources.
     #[arg(long, env = "UPKEEP_TASK", conflicts_with = "task_file")]
     pub task: Option<String>,
@@ -97,11 +154,6 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_MAX_REPLY_TOKENS", value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(16..))]
     pub max_reply_tokens: Option<u64>,
 
-    /// Benchmark knob: send every tool result whole in every request (no masking), to measure
-    /// what the history policy saves. Not for real runs.
-    #[arg(long, env = "UPKEEP_FULL_HISTORY", hide = true, value_parser = BoolishValueParser::new())]
-    pub full_history: bool,
-
     /// Scripted model replies (JSON Lines); implies --provider replay
     #[arg(long, env = "UPKEEP_REPLAY")]
     pub replay: Option<PathBuf>,
@@ -118,14 +170,6 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_DRY_RUN", value_parser = BoolishValueParser::new())]
     pub dry_run: bool,
 
-    /// JSON Lines events on stdout; human-readable progress on stderr.
-    #[arg(long, env = "UPKEEP_JSON", value_parser = BoolishValueParser::new())]
-    pub json: bool,
-
-    /// Append the events to this file.
-    #[arg(long, env = "UPKEEP_TRACE")]
-    pub trace: Option<PathBuf>,
-
     /// Token budget for the whole run (input + output).
     #[arg(long, env = "UPKEEP_MAX_TOKENS")]
     pub max_tokens: Option<u64>,
@@ -136,6 +180,7 @@ pub struct RunArgs {
 
     /// Wall-clock budget for the whole run, e.g. 30m or 1h30m.
     #[arg(long, env = "UPKEEP_TIMEOUT")]
+    #[serde(with = "humantime_text")]
     pub timeout: Option<humantime::Duration>,
 
     /// Issue label that marks tasks for the bot [default: upkeep]
@@ -164,6 +209,7 @@ pub struct RunArgs {
 
     /// Pass this variable from upkeep's environment to commands (repeatable).
     #[arg(long = "env", env = "UPKEEP_ENV", value_delimiter = ',')]
+    #[serde(rename = "env")]
     pub pass_env: Vec<String>,
 
     /// Offer this declared command tool to the model (repeatable).
@@ -177,19 +223,6 @@ pub struct RunArgs {
     /// Let commands reach the network (by default they have none).
     #[arg(long, env = "UPKEEP_ALLOW_NETWORK", value_parser = BoolishValueParser::new())]
     pub allow_network: bool,
-
-    /// Name on the bot's commits [default: upkeep]
-    #[arg(long, env = "UPKEEP_AUTHOR_NAME")]
-    pub author_name: Option<String>,
-
-    /// Email on the bot's commits [default: upkeep@users.noreply.github.com]
-    #[arg(long, env = "UPKEEP_AUTHOR_EMAIL")]
-    pub author_email: Option<String>,
-
-    /// Copy each cycle's clone (work tree and history, bot branch included) to DIR before it is
-    /// removed (DIR/cycle-N in continuous mode); DIR must be new or empty.
-    #[arg(long, env = "UPKEEP_KEEP_CLONE")]
-    pub keep_clone: Option<PathBuf>,
 
     /// Deepest delegation: root is 0, so 1 lets the main agent delegate and its sub-agents not [default: 2]
     #[arg(long, env = "UPKEEP_MAX_DEPTH", value_name = "N")]
@@ -207,25 +240,30 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_REVIEW_MODEL", value_name = "MODEL")]
     pub review_model: Option<String>,
 
-    /// Print only errors and the final summary on stderr.
-    #[arg(long, short, env = "UPKEEP_QUIET", value_parser = BoolishValueParser::new())]
-    pub quiet: bool,
-
-    /// Work this issue: its title, body and comments (a question's answer too) are the task.
-    #[arg(long, env = "UPKEEP_ISSUE", conflicts_with = "continuous")]
-    pub issue: Option<u64>,
-
-    /// Work the review feedback on this pull request of the bot's (GitHub).
-    #[arg(long = "pr", env = "UPKEEP_PR", conflicts_with_all = ["task", "task_file", "continuous", "issue"])]
-    pub pull_request: Option<u64>,
-
-    /// Local repository: the answer to the question upkeep asked there; the run resumes with it.
-    #[arg(long, env = "UPKEEP_ANSWER")]
-    pub answer: Option<String>,
-
     /// The phrase that asks upkeep to act on a comment on its pull request [default: @upkeep]
     #[arg(long, env = "UPKEEP_TRIGGER_PHRASE")]
     pub trigger_phrase: Option<String>,
+}
+
+/// `--timeout` in a file: the text the flag takes (`30m`, `1h30m`).
+mod humantime_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Option<humantime::Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(duration) => serializer.serialize_str(&duration.to_string()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<humantime::Duration>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(deserializer)? else {
+            return Ok(None);
+        };
+        text.parse()
+            .map(Some)
+            .map_err(|error| serde::de::Error::custom(format!("{text:?}: {error}")))
+    }
 }
 
 #[derive(Debug, Clone, Args)]

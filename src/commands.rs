@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use crate::actions::{Actions, CommandsPaused, RunContext};
 use crate::agent::prompt::describe_tool;
 use crate::cli::{RunArgs, ToolsArgs};
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Purpose, Resolved, RunStart};
 use crate::exit::ExitStatus;
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
@@ -17,11 +17,23 @@ use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
 /// step outputs, a job summary and annotations (see [`crate::actions`]).
 pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     let actions = Actions::from_env();
-    let mut config = match Config::from_args(args) {
-        Ok(config) => config,
+    // Workflow commands stay paused from the event to the report: judging the event prints
+    // forge text (why an event does not concern upkeep, an API's error), and the run prints the
+    // model's, and no line of either may act on the job.
+    let paused = actions.as_ref().map(|_| crate::actions::pause_workflow_commands());
+    let start = RunStart {
+        purpose: Purpose::Run,
+        actions: actions.as_ref(),
+        fleet_member: None,
+    };
+    let config = match Config::resolve(args, start).await {
+        Ok(Resolved::Run(config)) => config,
+        Ok(Resolved::NothingToDo(config, why)) => {
+            return nothing_to_do(args, &config, actions.as_ref(), &why, paused);
+        }
         Err(error) => {
             finished_with_usage_error(args, &error);
-            return usage_error(&error, &args.repo, actions.as_ref(), None);
+            return usage_error(&error, &args.repo, actions.as_ref(), paused);
         }
     };
     for warning in crate::preflight::local_warnings(&config) {
@@ -30,18 +42,6 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
     let Some(actions) = actions else {
         return crate::run::run(config, cancel).await.status();
     };
-    // Workflow commands stay paused from here to the report: applying the event prints forge
-    // text (why an event does not concern upkeep, an API's error), and the run prints the
-    // model's, and no line of either may act on the job.
-    let paused = crate::actions::pause_workflow_commands();
-    match actions.apply_event(&mut config).await {
-        Ok(None) => {}
-        Ok(Some(why)) => return nothing_to_do(args, &config, &actions, &why, paused),
-        Err(error) => {
-            finished_with_usage_error(args, &error);
-            return usage_error(&error, &args.repo, Some(&actions), Some(paused));
-        }
-    }
     let redactor = crate::run::redactor_for(&config);
     let context = RunContext {
         repo: config.source.display_name(),
@@ -56,7 +56,13 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
 
 /// An Actions event that does not concern upkeep (a comment by someone without write access,
 /// a review of someone else's pull request): nothing is done, and the run says why.
-fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str, paused: CommandsPaused) -> ExitStatus {
+fn nothing_to_do(
+    args: &RunArgs,
+    config: &Config,
+    actions: Option<&Actions>,
+    why: &str,
+    paused: Option<CommandsPaused>,
+) -> ExitStatus {
     let redactor = crate::run::redactor_for(config);
     eprintln!(
         "upkeep: {}; nothing to do",
@@ -70,7 +76,9 @@ fn nothing_to_do(args: &RunArgs, config: &Config, actions: &Actions, why: &str, 
         issue: None,
         dry_run: config.dry_run,
     };
-    actions.report(&summary, &context, &redactor);
+    if let Some(actions) = actions {
+        actions.report(&summary, &context, &redactor);
+    }
     ExitStatus::Done
 }
 
@@ -119,7 +127,7 @@ fn usage_error(
 /// Prints the system prompt and the first message of a first cycle exactly as the model would
 /// get them, calling no model: with `--json`, as `{"system", "first_message"}`.
 pub async fn prompt(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
-    let config = match Config::for_prompt(args) {
+    let config = match Config::for_run(args, Purpose::Prompt).await {
         Ok(config) => config,
         Err(error) => return usage_error(&error, &args.repo, None, None),
     };

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::{DemoArgs, RunArgs};
+use crate::cli::{DemoArgs, RunArgs, RunOptions};
 use crate::config::Config;
 use crate::exit::ExitStatus;
 use crate::kinds::ForgeKind;
@@ -118,12 +118,15 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
     eprintln!("upkeep demo: the model is scripted (replay provider); no keys, no network\n");
     let run_args = RunArgs {
         repo: repo_dir.display().to_string(),
-        replay: Some(script),
-        forge: Some(ForgeKind::Local),
+        options: RunOptions {
+            replay: Some(script),
+            forge: Some(ForgeKind::Local),
+            ..RunOptions::default()
+        },
         json: args.json,
         ..RunArgs::default()
     };
-    let config = match Config::from_args(&run_args) {
+    let config = match Config::for_run(&run_args, crate::config::Purpose::Run).await {
         Ok(config) => config,
         Err(error) => {
             eprintln!("upkeep demo: {error}");

@@ -28,7 +28,7 @@ mod report;
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use crate::config::{Config, ConfigError};
+use crate::config::{ConfigError, EventWork, RunSettings};
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 
@@ -74,17 +74,19 @@ impl Actions {
         })
     }
 
-    /// Applies the event that started the workflow: an `issues` event with action `labeled` and
-    /// the task label makes the run work exactly that issue (branch `upkeep/<N>-…`, `Closes #N`,
-    /// questions posted there). Without `--task`, the issue itself becomes the task: on GitHub
-    /// read through the forge with its comments and their authors' roles, as `--issue N`.
+    /// What the event that started the workflow asks of the run, judged on the command line's
+    /// settings as an input of [`crate::config::Config::resolve`]: an `issues` event with action `labeled`
+    /// and the task label makes the run work exactly that issue (branch `upkeep/<N>-…`,
+    /// `Closes #N`, questions posted there). Without `--task`, the issue itself becomes the
+    /// task: on GitHub read through the forge with its comments and their authors' roles, as
+    /// `--issue N`.
     ///
     /// A comment or review event ([`crate::conversation::triggers`]) resumes an issue whose
     /// question a maintainer answered, or works the feedback on the bot's pull request;
-    /// `Ok(Some(why))` says such an event does not concern upkeep, and the run does nothing.
-    pub async fn apply_event(&self, config: &mut Config) -> Result<Option<String>, ConfigError> {
+    /// [`EventWork::NothingToDo`] says such an event does not concern upkeep.
+    pub async fn judge_event(&self, settings: &RunSettings) -> Result<EventWork, ConfigError> {
         let Some(event_name) = self.event_name.as_deref() else {
-            return Ok(None);
+            return Ok(EventWork::AsConfigured);
         };
         if crate::conversation::triggers::EVENTS.contains(&event_name) {
             let path = self.event_path.as_ref().ok_or_else(|| {
@@ -94,10 +96,10 @@ impl Actions {
             })?;
             let text = std::fs::read_to_string(path)
                 .map_err(|error| ConfigError(format!("reading the event payload {}: {error}", path.display())))?;
-            return crate::conversation::triggers::apply(config, event_name, &text).await;
+            return crate::conversation::triggers::judge(settings, event_name, &text).await;
         }
         if event_name != "issues" {
-            return Ok(None);
+            return Ok(EventWork::AsConfigured);
         }
         let path = self
             .event_path
@@ -105,23 +107,23 @@ impl Actions {
             .ok_or_else(|| ConfigError("GITHUB_EVENT_NAME is `issues` but GITHUB_EVENT_PATH is not set".into()))?;
         let text = std::fs::read_to_string(path)
             .map_err(|error| ConfigError(format!("reading the event payload {}: {error}", path.display())))?;
-        let label = config.operator_label();
-        let issue = match read_issues_event(&text, &label, &config.source)? {
+        let label = settings.operator_label();
+        let issue = match read_issues_event(&text, &label, &settings.source)? {
             EventTask::Ignored(why) => {
                 eprintln!("upkeep: {}; working as configured", crate::text::escape_terminal(&why));
-                return Ok(None);
+                return Ok(EventWork::AsConfigured);
             }
             EventTask::Issue(issue) => issue,
         };
         eprintln!("upkeep: working issue #{} (labelled `{label}`)", issue.number);
-        config.issue = Some(issue.number);
         // On GitHub the cycle reads the issue and its comments as `--issue N` does, so every
         // comment reaches the model with its author's role through the one conversation
         // renderer; other forges cannot read the issue back and work from the payload.
-        if config.task.is_none() && config.forge != crate::kinds::ForgeKind::Github {
-            config.task = Some(issue_task(&issue));
-        }
-        Ok(None)
+        let task = (settings.forge != crate::kinds::ForgeKind::Github).then(|| issue_task(&issue));
+        Ok(EventWork::LabelledIssue {
+            number: issue.number,
+            task,
+        })
     }
 
     /// Writes the outputs, the job summary and an annotation for how the run ended. Problems

@@ -57,12 +57,13 @@ impl AgentSettings {
         declared_tools: &[DeclaredToolConfig],
     ) -> Result<Self, ConfigError> {
         let review_model = args
+            .options
             .review_model
             .as_deref()
             .map(str::trim)
             .filter(|model| !model.is_empty())
             .map(str::to_owned);
-        if args.review_model.is_some() && review_model.is_none() {
+        if args.options.review_model.is_some() && review_model.is_none() {
             return Err(ConfigError::key("--review-model", "is empty"));
         }
         let catalogue = Catalogue::new(agents)?;
@@ -84,9 +85,9 @@ impl AgentSettings {
             resolved.push(name.clone());
         }
         Ok(Self {
-            max_depth: args.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
-            max_reviews: args.max_reviews.unwrap_or(DEFAULT_MAX_REVIEWS),
-            review: !args.no_review,
+            max_depth: args.options.max_depth.unwrap_or(DEFAULT_MAX_DEPTH),
+            max_reviews: args.options.max_reviews.unwrap_or(DEFAULT_MAX_REVIEWS),
+            review: !args.options.no_review,
             review_model,
             catalogue,
             checks: resolved,

@@ -1,20 +1,25 @@
-//! Flags + environment + config files -> one [`Config`].
+//! Flags + environment + config files + what started the run -> one immutable [`Config`].
 //!
 //! Precedence, highest first: flag, `UPKEEP_<OPTION>` environment variable (both handled by
 //! clap), the operator's `--config` file, the target repository's `.upkeep.toml`, built-in
 //! default. The operator's file ranks above the repository's because the operator runs the bot
 //! and the repository is what it works on. Everything that can be checked before any work is
-//! checked in [`Config::from_args`]; `.upkeep.toml` can only be read after cloning and is
-//! checked before the first model call. Errors name the offending key and map to exit code 2.
+//! checked in [`Config::resolve`], which also takes what the run was started for (the Actions
+//! event, a local question's `--answer`, fleet membership) as inputs, so nothing rewrites a
+//! `Config` afterwards; `.upkeep.toml` can only be read after cloning and is checked before the
+//! first model call. Errors name the offending key and map to exit code 2.
 //!
 //! This file holds what a run is given: [`Config`], [`RepoSettings`] and their parts, and the
 //! defaults. Reading is done by the files around it, each depending only on those below:
 //! [`error`] (the one error), [`mod@file`] (the shapes of both config files), [`source`]
-//! (`--repo`), `resolve` (flags and the operator's file -> [`Config`]) and `repo_settings`
-//! (plus the repository's file -> [`RepoSettings`]). The modules that config itself uses never
-//! import this file: the agents' settings read only the leaves (`config::error`,
-//! `config::file`), and the fleet limits read a [`crate::limits::LimitKeys`] that
-//! [`FileConfig::limit_keys`] builds. So no import loop runs through config.
+//! (`--repo`), `resolve` (flags and the operator's file -> [`RunSettings`]), `inputs` (those
+//! plus the event, the local questions and fleet membership -> [`Config`]) and
+//! `repo_settings` (plus the repository's file -> [`RepoSettings`]). The agents' settings read
+//! only the leaves (`config::error`, `config::file`), and the fleet limits read a
+//! [`crate::limits::LimitKeys`] that [`FileConfig::limit_keys`] builds. Only `inputs`
+//! reaches out, by design: the event is judged by [`crate::actions`] and the questions read by
+//! [`crate::conversation::local`] on the command line's [`RunSettings`], before any `Config`
+//! exists.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,6 +36,7 @@ pub mod agent_settings;
 pub mod answer_schema;
 pub mod error;
 pub mod file;
+mod inputs;
 mod repo_settings;
 mod resolve;
 pub mod source;
@@ -40,7 +46,11 @@ pub use file::{
     AgentConfig, DeclaredToolConfig, FileConfig, MIN_CONTEXT_WINDOW, ModelConfig, ParameterConfig, Price,
     REPO_CONFIG_FILE,
 };
+pub(crate) use inputs::check_command_line;
+pub use inputs::{EventWork, Purpose, Resolved, RunStart};
 pub use source::RepoSource;
+
+use crate::conversation::local::LocalResume;
 
 pub const DEFAULT_MAX_TURNS: u32 = 20;
 pub const DEFAULT_MAX_CYCLES: u32 = 10;
@@ -143,9 +153,37 @@ impl GitHubSettings {
     }
 }
 
-/// Everything a run needs, resolved from flags, environment and the operator's config.
+/// Everything a run needs, resolved once by [`Config::resolve`] from flags, environment, the
+/// operator's config, the Actions event that started the run, the local repository's questions
+/// (`--answer`) and fleet membership.
+///
+/// Nothing rewrites a `Config` after it is resolved: its settings are read through `Deref` to
+/// [`RunSettings`], and there is no `DerefMut` and no other way to reach them mutably, so a
+/// run, a cycle or a tool that wants something else per run must own that value itself. This
+/// does not compile:
+///
+/// ```compile_fail
+/// fn rewrite(config: &mut upkeep::config::Config) {
+///     config.task = Some("something else".into());
+/// }
+/// ```
 #[derive(Clone)]
 pub struct Config {
+    settings: RunSettings,
+}
+
+impl std::ops::Deref for Config {
+    type Target = RunSettings;
+
+    fn deref(&self) -> &RunSettings {
+        &self.settings
+    }
+}
+
+/// The settings a [`Config`] holds, readable through it. A `RunSettings` on its own is the
+/// command line's part while [`Config::resolve`] builds the rest; only a `Config` reaches a run.
+#[derive(Clone)]
+pub struct RunSettings {
     pub source: RepoSource,
     pub task: Option<String>,
     pub mode: Mode,
@@ -188,6 +226,9 @@ pub struct Config {
     /// Set by `upkeep fleet`, which runs this repository as one of many: its events carry this
     /// name as `repo`, and its lines for people start with it.
     pub fleet_member: Option<String>,
+    /// What the local repository's questions mean for this run (`--answer`): a question to
+    /// resume (its task and issue are this run's), or questions still waiting for an answer.
+    pub local_questions: LocalResume,
 }
 
 /// Settings after the repository's `.upkeep.toml` is known.

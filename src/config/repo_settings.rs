@@ -1,7 +1,7 @@
 //! The operator's settings combined with the repository's `.upkeep.toml`, once it is read from
-//! the clone: [`Config::repo_settings`] -> [`RepoSettings`].
+//! the clone: [`RunSettings::repo_settings`] -> [`RepoSettings`].
 //!
-//! Layers, highest first: flags and environment ([`Config::overrides`]), the operator's file,
+//! Layers, highest first: flags and environment ([`RunSettings::overrides`]), the operator's file,
 //! the repository's file, built-in defaults. Guarantees: the repository cannot loosen the
 //! operator's policy. Its `protected_paths` are added to the operator's (or the defaults),
 //! never replace them; its `max_turns`, used only where the operator set none, can lower the
@@ -9,10 +9,10 @@
 //! tighten (see [`crate::limits`]); prices are the operator's alone.
 
 use super::file::{DeclaredToolConfig, FileConfig, REPO_CONFIG_FILE};
-use super::{Config, DEFAULT_LABEL, DEFAULT_MAX_TURNS, DEFAULT_PROTECTED_PATHS, DEFAULT_TASKS_FILE, RepoSettings};
+use super::{DEFAULT_LABEL, DEFAULT_MAX_TURNS, DEFAULT_PROTECTED_PATHS, DEFAULT_TASKS_FILE, RepoSettings, RunSettings};
 use crate::limits::Limits;
 
-impl Config {
+impl RunSettings {
     /// Combines flags/environment, the operator's file, the repository's file and defaults.
     pub fn repo_settings(&self, repo_file: &FileConfig) -> RepoSettings {
         let layers = [&self.overrides, &self.operator, repo_file];

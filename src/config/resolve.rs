@@ -1,7 +1,7 @@
-//! Flags, environment and the operator's `--config` -> one [`Config`], checked before any work.
+//! Flags, environment and the operator's `--config` -> the [`RunSettings`] that
+//! [`super::Config::resolve`] completes, checked before any work.
 //!
-//! [`Config::from_args`] (for `upkeep run`) and [`Config::for_prompt`] (for `upkeep prompt`)
-//! read the command line once, in a fixed order of small steps, each of which checks what it
+//! [`command_line`] reads the command line once, in a fixed order of small steps, each of which checks what it
 //! reads and names the offending flag or key in its error. The order is part of the contract:
 //! when several things are wrong, the first step's error is the one reported (the repository,
 //! then the task, the mode, the provider, the forge, the budgets, the operator's file, ...).
@@ -15,100 +15,85 @@ use secrecy::SecretString;
 
 use super::error::ConfigError;
 use super::file::FileConfig;
+use super::inputs::Purpose;
 use super::source::RepoSource;
 use super::{
-    Budgets, Config, DEFAULT_MAX_CYCLES, DEFAULT_OUTPUT_CAP, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SHELL_TIMEOUT_SECS,
-    DEFAULT_TRIGGER_PHRASE, GitHubSettings, Mode, ProviderSettings, env_secret,
+    Budgets, DEFAULT_MAX_CYCLES, DEFAULT_OUTPUT_CAP, DEFAULT_REQUEST_TIMEOUT_SECS, DEFAULT_SHELL_TIMEOUT_SECS,
+    DEFAULT_TRIGGER_PHRASE, GitHubSettings, Mode, ProviderSettings, RunSettings, env_secret,
 };
 use crate::cli::RunArgs;
 use crate::config::agent_settings::AgentSettings;
+use crate::conversation::local::LocalResume;
 use crate::exec::CommandSettings;
 use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 use crate::repo::Identity;
 
-/// What the settings are resolved for: a run needs credentials, printing the prompt does not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Purpose {
-    Run,
-    Prompt,
-}
-
-impl Config {
-    /// The settings of `upkeep run`: everything checked that can be before any work.
-    pub fn from_args(args: &RunArgs) -> Result<Self, ConfigError> {
-        Self::resolve(args, Purpose::Run)
+/// The command line read in its fixed order, into the settings [`super::Config::resolve`] completes.
+pub(super) fn command_line(args: &RunArgs, purpose: Purpose) -> Result<RunSettings, ConfigError> {
+    let github = GitHubSettings::from_env();
+    let source = RepoSource::parse(&args.repo, &github.server_url)?;
+    let task = task(args)?;
+    let mode = mode(args)?;
+    check_base_branch(args, &source)?;
+    check_keep_clone(args)?;
+    if args.options.max_cycles.is_some() && !args.options.continuous {
+        tracing::warn!("--max-cycles has no effect without --continuous (a single run is one cycle)");
     }
-
-    /// The settings of `upkeep prompt`, which calls no model and publishes nothing, and so
-    /// needs no API key and no write token (public repositories are read without one).
-    pub fn for_prompt(args: &RunArgs) -> Result<Self, ConfigError> {
-        Self::resolve(args, Purpose::Prompt)
-    }
-
-    fn resolve(args: &RunArgs, purpose: Purpose) -> Result<Self, ConfigError> {
-        let github = GitHubSettings::from_env();
-        let source = RepoSource::parse(&args.repo, &github.server_url)?;
-        let task = task(args)?;
-        let mode = mode(args)?;
-        check_base_branch(args, &source)?;
-        check_keep_clone(args)?;
-        if args.max_cycles.is_some() && !args.continuous {
-            tracing::warn!("--max-cycles has no effect without --continuous (a single run is one cycle)");
-        }
-        let mut provider = provider_settings(args, purpose)?;
-        let forge = forge(args, &source, &github, purpose)?;
-        let budgets = budgets(args)?;
-        let operator = operator_file(args)?;
-        let commands = command_settings(args, &operator)?;
-        let allow_tools = allowed_tools(args)?;
-        let answer = answer(args, forge)?;
-        check_pull_request(args, forge)?;
-        let trigger_phrase = trigger_phrase(args, &operator)?;
-        provider.context_window = context_window(args, &operator, provider.kind);
-        provider.structured_output = structured_output(args, &operator, provider.kind);
-        let agents = AgentSettings::resolve(args, &operator.agents, &operator.checks, &operator.tools)?;
-        Ok(Config {
-            source,
-            task,
-            mode,
-            max_cycles: args.max_cycles.unwrap_or(DEFAULT_MAX_CYCLES),
-            dangerous_tools: args.allow_dangerous_tools,
-            provider,
-            forge,
-            dry_run: args.dry_run,
-            json: args.json,
-            // The trace file is opened once, by the run's event sink, which reports a file it
-            // cannot open as a usage error before any work.
-            trace: args.trace.clone(),
-            budgets,
-            depth: args.depth.unwrap_or(1),
-            keep_clone: args.keep_clone.clone(),
-            git_stall_timeout: args
-                .git_stall_timeout
-                .map_or(crate::repo::stop::DEFAULT_STALL_TIMEOUT, Duration::from_secs),
-            draft: args.draft,
-            commands,
-            allow_tools,
-            identity: identity(args),
-            github,
-            quiet: args.quiet,
-            full_history: args.full_history,
-            issue: args.issue,
-            pull_request: args.pull_request,
-            answer,
-            trigger_phrase,
-            overrides: overrides(args),
-            operator,
-            agents,
-            fleet_member: None,
-        })
-    }
+    let mut provider = provider_settings(args, purpose)?;
+    let forge = forge(args, &source, &github, purpose)?;
+    let budgets = budgets(args)?;
+    let operator = operator_file(args)?;
+    let commands = command_settings(args, &operator)?;
+    let allow_tools = allowed_tools(args)?;
+    let answer = answer(args, forge)?;
+    check_pull_request(args, forge)?;
+    let trigger_phrase = trigger_phrase(args, &operator)?;
+    provider.context_window = context_window(args, &operator, provider.kind);
+    provider.structured_output = structured_output(args, &operator, provider.kind);
+    let agents = AgentSettings::resolve(args, &operator.agents, &operator.checks, &operator.tools)?;
+    Ok(RunSettings {
+        source,
+        task,
+        mode,
+        max_cycles: args.options.max_cycles.unwrap_or(DEFAULT_MAX_CYCLES),
+        dangerous_tools: args.options.allow_dangerous_tools,
+        provider,
+        forge,
+        dry_run: args.options.dry_run,
+        json: args.json,
+        // The trace file is opened once, by the run's event sink, which reports a file it
+        // cannot open as a usage error before any work.
+        trace: args.trace.clone(),
+        budgets,
+        depth: args.options.depth.unwrap_or(1),
+        keep_clone: args.keep_clone.clone(),
+        git_stall_timeout: args
+            .options
+            .git_stall_timeout
+            .map_or(crate::repo::stop::DEFAULT_STALL_TIMEOUT, Duration::from_secs),
+        draft: args.options.draft,
+        commands,
+        allow_tools,
+        identity: identity(args),
+        github,
+        quiet: args.quiet,
+        full_history: args.full_history,
+        issue: args.issue,
+        pull_request: args.pull_request,
+        answer,
+        trigger_phrase,
+        overrides: overrides(args),
+        operator,
+        agents,
+        fleet_member: None,
+        local_questions: LocalResume::Nothing,
+    })
 }
 
 /// `--task` or `--task-file`: an empty task is a mistake, not "no task", and a task file that
 /// cannot be read stops the run before it clones anything.
 fn task(args: &RunArgs) -> Result<Option<String>, ConfigError> {
-    match (&args.task, &args.task_file) {
+    match (&args.options.task, &args.options.task_file) {
         (Some(task), _) if task.trim().is_empty() => Err(ConfigError::key("--task", "is empty")),
         (Some(task), _) => Ok(Some(task.clone())),
         (None, Some(path)) => std::fs::read_to_string(path)
@@ -120,10 +105,10 @@ fn task(args: &RunArgs) -> Result<Option<String>, ConfigError> {
 
 /// `--continuous`, which picks its own tasks and so cannot be given one.
 fn mode(args: &RunArgs) -> Result<Mode, ConfigError> {
-    if !args.continuous {
+    if !args.options.continuous {
         return Ok(Mode::Single);
     }
-    if args.task.is_some() || args.task_file.is_some() {
+    if args.options.task.is_some() || args.options.task_file.is_some() {
         return Err(ConfigError::key(
             "--continuous",
             "cannot be combined with --task: continuous mode picks its tasks from the task sources (labelled issues, the task file), one per cycle; run a single task without --continuous",
@@ -135,7 +120,7 @@ fn mode(args: &RunArgs) -> Result<Mode, ConfigError> {
 /// A local repository on a detached HEAD has no branch for the pull request to target, so it
 /// needs `--base`; better said now than after the first model call.
 fn check_base_branch(args: &RunArgs, source: &RepoSource) -> Result<(), ConfigError> {
-    let (RepoSource::Local(path), None) = (source, &args.base) else {
+    let (RepoSource::Local(path), None) = (source, &args.options.base) else {
         return Ok(());
     };
     let detached = crate::repo::setup::open_repository(path)
@@ -175,11 +160,17 @@ fn check_keep_clone(args: &RunArgs) -> Result<(), ConfigError> {
 fn provider_settings(args: &RunArgs, purpose: Purpose) -> Result<ProviderSettings, ConfigError> {
     let kind = provider_kind(args)?;
     let api_key = api_key(args, kind, purpose)?;
-    if let Some(url) = &args.base_url {
+    if let Some(url) = &args.options.base_url {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(ConfigError::key("--base-url", format!("{url:?} is not an http(s) URL")));
         }
-        if kind == ProviderKind::Openai && args.model.as_deref().is_none_or(|model| model.trim().is_empty()) {
+        if kind == ProviderKind::Openai
+            && args
+                .options
+                .model
+                .as_deref()
+                .is_none_or(|model| model.trim().is_empty())
+        {
             // A compatible server is rarely OpenAI's own: sending OpenAI's default name, and
             // fitting requests into that model's million-token window, fails on a small server.
             tracing::warn!(
@@ -191,21 +182,21 @@ fn provider_settings(args: &RunArgs, purpose: Purpose) -> Result<ProviderSetting
     }
     Ok(ProviderSettings {
         kind,
-        model: args.model.clone(),
-        base_url: args.base_url.clone(),
+        model: args.options.model.clone(),
+        base_url: args.options.base_url.clone(),
         api_key,
-        replay: args.replay.clone(),
-        request_timeout: Duration::from_secs(args.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS)),
+        replay: args.options.replay.clone(),
+        request_timeout: Duration::from_secs(args.options.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS)),
         context_window: None,
-        structured_output: args.structured_output.unwrap_or_default(),
-        max_reply_tokens: args.max_reply_tokens,
+        structured_output: args.options.structured_output.unwrap_or_default(),
+        max_reply_tokens: args.options.max_reply_tokens,
     })
 }
 
 /// `--provider`, where `--replay FILE` implies (and may only be combined with) `replay`, and
 /// the replay file must exist.
 fn provider_kind(args: &RunArgs) -> Result<ProviderKind, ConfigError> {
-    let kind = match (args.provider, &args.replay) {
+    let kind = match (args.options.provider, &args.options.replay) {
         (Some(kind), Some(_)) if kind != ProviderKind::Replay => {
             return Err(ConfigError::key(
                 "--provider",
@@ -217,7 +208,7 @@ fn provider_kind(args: &RunArgs) -> Result<ProviderKind, ConfigError> {
         (None, None) => ProviderKind::Openai,
     };
     if kind == ProviderKind::Replay {
-        match &args.replay {
+        match &args.options.replay {
             None => return Err(ConfigError::key("--provider", "replay needs --replay FILE")),
             Some(path) if !path.is_file() => {
                 return Err(ConfigError::key(
@@ -242,7 +233,7 @@ fn api_key(args: &RunArgs, kind: ProviderKind, purpose: Purpose) -> Result<Optio
         ProviderKind::Ollama | ProviderKind::Replay => None,
     };
     let key_required = matches!(kind, ProviderKind::Anthropic | ProviderKind::Gemini)
-        || (kind == ProviderKind::Openai && args.base_url.is_none());
+        || (kind == ProviderKind::Openai && args.options.base_url.is_none());
     if key_required && api_key.is_none() && purpose == Purpose::Run {
         let variable = match kind {
             ProviderKind::Openai => "OPENAI_API_KEY",
@@ -266,9 +257,9 @@ fn forge(
     github: &GitHubSettings,
     purpose: Purpose,
 ) -> Result<ForgeKind, ConfigError> {
-    let forge = match (args.forge, source) {
+    let forge = match (args.options.forge, source) {
         (Some(ForgeKind::Local), RepoSource::Local(_)) | (Some(ForgeKind::None), _) => {
-            args.forge.unwrap_or(ForgeKind::None)
+            args.options.forge.unwrap_or(ForgeKind::None)
         }
         (Some(ForgeKind::Local), _) => {
             return Err(ConfigError::key("--forge", "local needs --repo to be a local path"));
@@ -285,7 +276,7 @@ fn forge(
         // Another host: upkeep can push but cannot open pull requests there.
         (None, RepoSource::Remote(_)) => ForgeKind::None,
     };
-    if forge == ForgeKind::Github && github.token.is_none() && !args.dry_run && purpose == Purpose::Run {
+    if forge == ForgeKind::Github && github.token.is_none() && !args.options.dry_run && purpose == Purpose::Run {
         return Err(ConfigError(
             "GITHUB_TOKEN (or GH_TOKEN) is not set; --forge github needs it to push and open pull requests (or use --dry-run)".into(),
         ));
@@ -296,7 +287,7 @@ fn forge(
 /// `--max-tokens`, `--max-cost` and `--timeout`: what the whole run may spend. A cost that is
 /// not a positive number would stop the run at once or never.
 fn budgets(args: &RunArgs) -> Result<Budgets, ConfigError> {
-    if let Some(cost) = args.max_cost {
+    if let Some(cost) = args.options.max_cost {
         if !(cost.is_finite() && cost > 0.0) {
             return Err(ConfigError::key(
                 "--max-cost",
@@ -305,16 +296,16 @@ fn budgets(args: &RunArgs) -> Result<Budgets, ConfigError> {
         }
     }
     Ok(Budgets {
-        max_tokens: args.max_tokens,
-        max_cost: args.max_cost,
-        timeout: args.timeout.map(Into::into),
+        max_tokens: args.options.max_tokens,
+        max_cost: args.options.max_cost,
+        timeout: args.options.timeout.map(Into::into),
     })
 }
 
 /// The operator's `--config` (or nothing). Each declared tool remembers the file it came from,
 /// so errors and the run's events can say which program an exposed tool runs.
 fn operator_file(args: &RunArgs) -> Result<FileConfig, ConfigError> {
-    let Some(path) = &args.config else {
+    let Some(path) = &args.options.config else {
         return Ok(FileConfig::default());
     };
     let mut file = FileConfig::load(path)?;
@@ -334,11 +325,11 @@ fn command_settings(args: &RunArgs, operator: &FileConfig) -> Result<CommandSett
         .resolve()
         .map_err(|error| ConfigError(format!("--config: {error}")))?;
     Ok(CommandSettings {
-        timeout: Duration::from_secs(args.shell_timeout.unwrap_or(DEFAULT_SHELL_TIMEOUT_SECS)),
-        pass_env: args.pass_env.clone(),
+        timeout: Duration::from_secs(args.options.shell_timeout.unwrap_or(DEFAULT_SHELL_TIMEOUT_SECS)),
+        pass_env: args.options.pass_env.clone(),
         output_cap: DEFAULT_OUTPUT_CAP,
-        require_sandbox: args.require_sandbox,
-        allow_network: args.allow_network,
+        require_sandbox: args.options.require_sandbox,
+        allow_network: args.options.allow_network,
         limits,
         sandbox: None,
     })
@@ -346,10 +337,10 @@ fn command_settings(args: &RunArgs, operator: &FileConfig) -> Result<CommandSett
 
 /// `--allow-tool NAME`: an empty name would allow nothing and is surely a mistake.
 fn allowed_tools(args: &RunArgs) -> Result<Vec<String>, ConfigError> {
-    if args.allow_tool.iter().any(|name| name.trim().is_empty()) {
+    if args.options.allow_tool.iter().any(|name| name.trim().is_empty()) {
         return Err(ConfigError::key("--allow-tool", "empty tool name"));
     }
-    Ok(args.allow_tool.clone())
+    Ok(args.options.allow_tool.clone())
 }
 
 /// `--answer`: the answer to a question upkeep asked about a local repository. On GitHub the
@@ -380,6 +371,7 @@ fn check_pull_request(args: &RunArgs, forge: ForgeKind) -> Result<(), ConfigErro
 /// `@upkeep`. An empty phrase would make every comment a request.
 fn trigger_phrase(args: &RunArgs, operator: &FileConfig) -> Result<String, ConfigError> {
     if args
+        .options
         .trigger_phrase
         .as_deref()
         .is_some_and(|phrase| phrase.trim().is_empty())
@@ -387,6 +379,7 @@ fn trigger_phrase(args: &RunArgs, operator: &FileConfig) -> Result<String, Confi
         return Err(ConfigError::key("--trigger-phrase", "is empty"));
     }
     Ok(args
+        .options
         .trigger_phrase
         .clone()
         .or_else(|| operator.trigger_phrase.clone())
@@ -395,7 +388,8 @@ fn trigger_phrase(args: &RunArgs, operator: &FileConfig) -> Result<String, Confi
 
 /// The model a run asks: `--model`, else the provider's default; what `[models."name"]` is keyed by.
 fn model_name(args: &RunArgs, kind: ProviderKind) -> &str {
-    args.model
+    args.options
+        .model
         .as_deref()
         .map(str::trim)
         .filter(|model| !model.is_empty())
@@ -406,8 +400,10 @@ fn model_name(args: &RunArgs, kind: ProviderKind) -> &str {
 /// `[models."name"]`; `None` leaves it to the built-in table.
 fn context_window(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> Option<u64> {
     let model_name = model_name(args, kind);
-    let unnamed_compatible_server = kind == ProviderKind::Openai && args.base_url.is_some() && args.model.is_none();
-    args.context_window
+    let unnamed_compatible_server =
+        kind == ProviderKind::Openai && args.options.base_url.is_some() && args.options.model.is_none();
+    args.options
+        .context_window
         .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window))
         .or(unnamed_compatible_server.then_some(crate::llm::window::UNKNOWN_MODEL_WINDOW))
 }
@@ -415,7 +411,8 @@ fn context_window(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> 
 /// `--structured-output`, else the operator's `[models."name"] structured_output`, else auto.
 fn structured_output(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> StructuredOutputMode {
     let model_name = model_name(args, kind);
-    args.structured_output
+    args.options
+        .structured_output
         .or_else(|| {
             operator
                 .models
@@ -435,12 +432,12 @@ fn identity(args: &RunArgs) -> Identity {
 }
 
 /// The settings a flag may give that a config file may also set, as the top layer of
-/// [`Config::repo_settings`].
+/// [`super::RunSettings::repo_settings`].
 fn overrides(args: &RunArgs) -> FileConfig {
     FileConfig {
-        base: args.base.clone(),
-        label: args.label.clone(),
-        max_turns: args.max_turns,
+        base: args.options.base.clone(),
+        label: args.options.label.clone(),
+        max_turns: args.options.max_turns,
         ..FileConfig::default()
     }
 }

@@ -65,13 +65,17 @@ fn a_repository_cannot_loosen_the_operators_policy() {
     assert!(settings.protected_paths.iter().any(|p| p == ".github/workflows/**"));
 }
 
-fn test_config() -> Config {
+/// The command line's settings, which tests may change (a resolved [`Config`] cannot be).
+fn test_config() -> RunSettings {
     let args = RunArgs {
         repo: ".".into(),
-        replay: Some(PathBuf::from("Cargo.toml")),
+        options: crate::cli::RunOptions {
+            replay: Some(PathBuf::from("Cargo.toml")),
+            ..crate::cli::RunOptions::default()
+        },
         ..RunArgs::default()
     };
-    Config::from_args(&args).expect("a replay config on this checkout")
+    super::resolve::command_line(&args, Purpose::Run).expect("a replay config on this checkout")
 }
 
 #[test]

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{Config, ConfigError, Mode, RepoSource};
+use crate::config::{Config, ConfigError, RepoSource, RunSettings};
 use crate::kinds::ForgeKind;
 use crate::repo::WorkspaceError;
 use crate::repo::questions::{LocalQuestion, SECTION, answer_command, shell_quote};
@@ -32,9 +32,10 @@ pub enum ResumeError {
 }
 
 /// What the questions kept in the repository mean for this run.
-#[derive(Debug)]
+#[derive(Debug, Clone, Default)]
 pub enum LocalResume {
     /// No question concerns this run.
+    #[default]
     Nothing,
     /// Resume this answered question.
     Resume(LocalQuestion),
@@ -42,9 +43,10 @@ pub enum LocalResume {
     Pending(Vec<LocalQuestion>),
 }
 
-/// Reads the questions kept in a local repository and applies `--answer`. A resumed question's
-/// task and issue become the run's (unless given), and a task makes the run a single one.
-pub async fn resume(config: &mut Config) -> Result<LocalResume, ResumeError> {
+/// Reads the questions kept in a local repository and selects the one `--answer` answers (or
+/// an answered one to resume), writing nothing: [`record_answer`] keeps the answer once a run
+/// starts with it. [`Config::resolve`] makes the resumed question's task and issue the run's.
+pub async fn read(config: &RunSettings) -> Result<LocalResume, ResumeError> {
     let (ForgeKind::Local, RepoSource::Local(path)) = (config.forge, &config.source) else {
         return Ok(LocalResume::Nothing);
     };
@@ -76,20 +78,10 @@ pub async fn resume(config: &mut Config) -> Result<LocalResume, ResumeError> {
             )
             .into());
         }
-        (Some(answer), [one]) => {
-            source
-                .record_answer(&one.key, answer)
-                .await
-                .map_err(|source| ResumeError::Repository {
-                    action: "recording the answer",
-                    path: path.clone(),
-                    source,
-                })?;
-            LocalQuestion {
-                answer: Some(answer.clone()),
-                ..one.clone()
-            }
-        }
+        (Some(answer), [one]) => LocalQuestion {
+            answer: Some(answer.clone()),
+            ..one.clone()
+        },
         (Some(_), many) => {
             let commands: Vec<String> = many.iter().map(|q| format!("  {}", answer_command(&path, q))).collect();
             return Err(ConfigError::key(
@@ -114,16 +106,23 @@ pub async fn resume(config: &mut Config) -> Result<LocalResume, ResumeError> {
             }
         }
     };
-    if config.task.is_none() {
-        config.task.clone_from(&chosen.task);
-    }
-    if config.issue.is_none() {
-        config.issue = chosen.issue;
-    }
-    if config.task.is_some() {
-        config.mode = Mode::Single;
-    }
     Ok(LocalResume::Resume(chosen))
+}
+
+/// Keeps the `--answer` of the question a run resumes in the repository, so that a run that
+/// does not finish resumes it by itself next time. Nothing to do without `--answer`.
+pub async fn record_answer(config: &Config, resumed: &LocalQuestion) -> Result<(), ResumeError> {
+    let (Some(answer), RepoSource::Local(path)) = (&config.answer, &config.source) else {
+        return Ok(());
+    };
+    LocalSource::new(path.clone())
+        .record_answer(&resumed.key, answer)
+        .await
+        .map_err(|source| ResumeError::Repository {
+            action: "recording the answer",
+            path: path.clone(),
+            source,
+        })
 }
 
 /// Forgets a resumed question once a cycle ended with its exchange in the prompt.

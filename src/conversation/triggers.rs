@@ -6,14 +6,14 @@
 //! The workflow's job guard admits only authors with write access, and never a bot; upkeep
 //! checks the same again from the payload (a workflow can be written without the guard), so a
 //! comment by anyone else starts nothing. The bot's account is resolved from the token before
-//! the payload is judged ([`apply`]), and nothing that account wrote starts work, whatever
+//! the payload is judged ([`judge`]), and nothing that account wrote starts work, whatever
 //! association it has. A comment answers the bot's question only when it was written strictly
 //! after it ([`waits_for_answer`]). An event that does not concern upkeep ends the run at
 //! once, doing nothing: unlike a labelled issue, a comment is no reason to work the backlog.
 
 use serde::Deserialize;
 
-use crate::config::{Config, ConfigError, Mode, RepoSource};
+use crate::config::{ConfigError, EventWork, RepoSource, RunSettings};
 use crate::forge::{Forge, IssueComment, Role, discussion::WRITE_ACCESS};
 use crate::repo::BOT_BRANCH_PREFIX;
 
@@ -238,41 +238,42 @@ pub async fn waits_for_answer(
     Ok(Ok(()))
 }
 
-/// Applies a feedback event to the run: the issue or pull request it works. `Ok(Some(why))`
-/// means the event does not concern upkeep and the run does nothing; a payload that is not of
-/// the documented shape is a configuration error.
-pub async fn apply(config: &mut Config, event_name: &str, payload: &str) -> Result<Option<String>, ConfigError> {
-    let RepoSource::GitHub { owner, name, .. } = &config.source else {
-        return Ok(Some(format!("`{event_name}` events are read only on GitHub")));
+/// What a feedback event asks of the run: the issue or pull request it works, or
+/// [`EventWork::NothingToDo`] when it does not concern upkeep; a payload that is not of the
+/// documented shape is a configuration error. Judged on the command line's settings, as an
+/// input of [`crate::config::Config::resolve`].
+pub async fn judge(settings: &RunSettings, event_name: &str, payload: &str) -> Result<EventWork, ConfigError> {
+    let RepoSource::GitHub { owner, name, .. } = &settings.source else {
+        return Ok(EventWork::NothingToDo(format!(
+            "`{event_name}` events are read only on GitHub"
+        )));
     };
-    let forge = crate::forge::github::GitHubForge::new(&config.github, owner, name, config.draft)
+    let forge = crate::forge::github::GitHubForge::new(&settings.github, owner, name, settings.draft)
         .map_err(|error| ConfigError(error.to_string()))?;
     // Who the bot is, before the event is judged: the token's account (`GET /user`), or the
     // login the operator gave for an App token.
     let Some(bot) = forge.account().await else {
-        return Ok(Some(format!(
+        return Ok(EventWork::NothingToDo(format!(
             "cannot tell which account upkeep's token belongs to (GET /user failed), so the `{event_name}` event is not judged and starts nothing; set UPKEEP_BOT_LOGIN (the action's bot-login input)"
         )));
     };
-    let event = read_feedback_event(event_name, payload, &config.source, &config.trigger_phrase, Some(&bot))
-        .map_err(ConfigError)?;
-    match event {
-        FeedbackEvent::Ignored(why) => Ok(Some(why)),
-        FeedbackEvent::PullRequest(number) => {
-            config.pull_request = Some(number);
-            config.mode = Mode::Single;
-            Ok(None)
-        }
+    let event = read_feedback_event(
+        event_name,
+        payload,
+        &settings.source,
+        &settings.trigger_phrase,
+        Some(&bot),
+    )
+    .map_err(ConfigError)?;
+    Ok(match event {
+        FeedbackEvent::Ignored(why) => EventWork::NothingToDo(why),
+        FeedbackEvent::PullRequest(number) => EventWork::PullRequest(number),
         FeedbackEvent::Issue(number) => match waits_for_answer(&forge, number, &event_comment(payload)).await {
-            Ok(Ok(())) => {
-                config.issue = Some(number);
-                config.mode = Mode::Single;
-                Ok(None)
-            }
-            Ok(Err(why)) => Ok(Some(why)),
-            Err(error) => Ok(Some(format!("could not read issue #{number}: {error}"))),
+            Ok(Ok(())) => EventWork::AnsweredIssue(number),
+            Ok(Err(why)) => EventWork::NothingToDo(why),
+            Err(error) => EventWork::NothingToDo(format!("could not read issue #{number}: {error}")),
         },
-    }
+    })
 }
 
 #[cfg(test)]

@@ -66,11 +66,9 @@ pub fn read_list(path: &Path, github_server: &str) -> Result<Vec<FleetEntry>, Co
                     Some(toml::Value::String(repo)) => repo,
                     _ => return Err(problem("needs `repo = \"owner/name\"` (or a URL or a path)".into())),
                 };
-                let overrides: RunOverrides = toml::Value::Table(table)
-                    .try_into()
-                    .map_err(|error: toml::de::Error| problem(error.to_string()))?;
+                let overrides = RunOverrides::parse(table, &dir).map_err(problem)?;
                 let mut fleet_entry = entry_for(&repo, &dir, github_server).map_err(problem)?;
-                fleet_entry.overrides = overrides.relative_to(&dir);
+                fleet_entry.overrides = overrides;
                 Ok(fleet_entry)
             })
             .collect();

@@ -87,18 +87,19 @@ fn a_toml_list_carries_per_repository_options() {
     );
     let entries = read_list(&path, SERVER).expect("valid");
     assert_eq!(entries.len(), 2);
-    assert_eq!(entries[0].overrides.max_cost, Some(0.5));
-    assert_eq!(entries[0].overrides.replay, Some(dir.path().join("script.jsonl")));
+    assert_eq!(entries[0].overrides.get("max_cost"), Some(&toml::Value::Float(0.5)));
+    let script = dir.path().join("script.jsonl").display().to_string();
+    assert_eq!(entries[0].overrides.get("replay"), Some(&toml::Value::String(script)));
     assert_eq!(entries[1].overrides, RunOverrides::default());
 
-    let mut args = crate::cli::RunArgs {
+    let fleet = crate::cli::RunOptions {
         max_cost: Some(2.0),
         dry_run: false,
         ..Default::default()
     };
-    entries[0].overrides.apply(&mut args).expect("applies");
-    assert_eq!(args.max_cost, Some(0.5));
-    assert!(args.dry_run);
+    let options = entries[0].overrides.apply(&fleet).expect("applies");
+    assert_eq!(options.max_cost, Some(0.5));
+    assert!(options.dry_run);
 
     let typo = write(dir.path(), "typo.toml", "[[repos]]\nrepo = \"o/r\"\nmax_cots = 1.0\n");
     let error = read_list(&typo, SERVER).expect_err("unknown key").to_string();

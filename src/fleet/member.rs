@@ -8,7 +8,7 @@ use super::budget::Share;
 use super::list::FleetEntry;
 use super::report;
 use crate::cli::RunArgs;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, Purpose, Resolved, RunStart};
 use crate::repo_outcome::RepoOutcome;
 
 /// The fleet's options as this entry's `upkeep run` gets them, before its overrides.
@@ -42,21 +42,30 @@ pub(super) async fn run(
     cancel: CancellationToken,
 ) -> RepoOutcome {
     let mut args = member_args(entry, defaults);
-    let resolved = entry.overrides.apply(&mut args).and_then(|()| {
+    let applied = entry.overrides.apply(&args.options).map(|options| {
+        args.options = options;
         if let Share::Capped(cap) = share {
-            args.max_cost = Some(args.max_cost.map_or(cap, |own| own.min(cap)));
+            args.options.max_cost = Some(args.options.max_cost.map_or(cap, |own| own.min(cap)));
         }
-        Config::from_args(&args)
     });
-    let mut config = match resolved {
-        Ok(config) => config,
+    let start = RunStart {
+        purpose: Purpose::Run,
+        actions: None,
+        fleet_member: Some(entry.display.clone()),
+    };
+    let resolved = match applied {
+        Ok(()) => Config::resolve(&args, start).await,
+        Err(error) => Err(error),
+    };
+    let config = match resolved {
+        // Without an Actions event every repository has work to try.
+        Ok(Resolved::Run(config) | Resolved::NothingToDo(config, _)) => config,
         Err(error) => {
             let summary = crate::summary::RunSummary::usage_error(&error);
             report::repository_usage_error(&args, &entry.display, &summary);
             return summary.outcome_for(&entry.display);
         }
     };
-    config.fleet_member = Some(entry.display.clone());
     if let Share::Capped(cap) = share {
         eprintln!(
             "[{}] upkeep: --fleet-max-cost: this repository may spend up to ${cap:.4} (as its --max-cost)",
@@ -82,8 +91,11 @@ pub(super) fn shared_usage_error(entries: &[FleetEntry], defaults: &RunArgs) -> 
         let mut args = member_args(entry, defaults);
         let error = entry
             .overrides
-            .apply(&mut args)
-            .and_then(|()| Config::from_args(&args))
+            .apply(&args.options)
+            .and_then(|options| {
+                args.options = options;
+                crate::config::check_command_line(&args)
+            })
             .err()?;
         match &shared {
             Some(first) if *first != error => return None,

@@ -19,6 +19,16 @@ use super::ending::RunError;
 use super::runner::Runner;
 use crate::outcome::Outcome;
 
+/// What a cycle starts from, or why it has nothing to do.
+pub(super) enum CycleBrief {
+    Ready {
+        files: WorkTree,
+        briefing: Box<Briefing>,
+    },
+    /// Nothing to do, and why (no feedback waits on the pull request): no model is asked.
+    Nothing(String),
+}
+
 /// What the agent of a cycle works with.
 struct CycleInputs<'c> {
     cycle: u32,
@@ -66,29 +76,13 @@ impl Runner<'_> {
             },
         );
 
-        let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(RunError::from)?;
-        let conversation = match self.conversation(cycle, forge, &workspace).await? {
-            CycleWork::Work(conversation) => conversation,
-            CycleWork::Nothing(reason) => {
+        let (files, briefing) = match self.brief_cycle(cycle, forge, &workspace, &settings).await? {
+            CycleBrief::Ready { files, briefing } => (files, briefing),
+            CycleBrief::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
                 return Ok(Outcome::NoTasks);
             }
         };
-        let briefing = brief(
-            config,
-            &settings,
-            &files,
-            &base,
-            forge,
-            &self.pull_requests,
-            &conversation,
-            &|text| self.events.alert(text),
-        )
-        .await
-        .map_err(|error| match error {
-            BriefingError::Config(error) => RunError::Usage(error),
-            BriefingError::Forge(error) => RunError::Failure(error.into()),
-        })?;
 
         let opened_before = self.pull_requests.len();
         let outcome = self
@@ -118,6 +112,43 @@ impl Runner<'_> {
             self.kept = Some(workspace);
         }
         Ok(self.end_of_cycle(cycle, outcome, opened_pull_request, forge).await)
+    }
+
+    /// What the cycle's first model call is sent, from its clone and settings: the gate opened
+    /// on the clone, the conversation on the forge read (the clone checked out on a branch it
+    /// continues) and the briefing built. `upkeep prompt` prints exactly this for cycle 1, so
+    /// the prompt it shows is by construction what the run's first cycle sends.
+    pub(super) async fn brief_cycle(
+        &self,
+        cycle: u32,
+        forge: &dyn Forge,
+        workspace: &Workspace,
+        settings: &RepoSettings,
+    ) -> Result<CycleBrief, RunError> {
+        let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(RunError::from)?;
+        let conversation = match self.conversation(cycle, forge, workspace).await? {
+            CycleWork::Work(conversation) => conversation,
+            CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),
+        };
+        let briefing = brief(
+            self.config,
+            settings,
+            &files,
+            workspace.base_branch(),
+            forge,
+            &self.pull_requests,
+            &conversation,
+            &|text| self.events.alert(text),
+        )
+        .await
+        .map_err(|error| match error {
+            BriefingError::Config(error) => RunError::Usage(error),
+            BriefingError::Forge(error) => RunError::Failure(error.into()),
+        })?;
+        Ok(CycleBrief::Ready {
+            files,
+            briefing: Box::new(briefing),
+        })
     }
 
     /// `pr_limit` and `pr_hourly_limit`, counted on the forge: `Some` when they hold the cycle

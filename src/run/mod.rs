@@ -20,18 +20,18 @@ mod runner;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::briefing::{Briefing, BriefingError, brief};
+use crate::briefing::Briefing;
 use crate::config::{Config, ConfigError, RepoSource};
-use crate::conversation::CycleWork;
+use crate::conversation::local::LocalResume;
 use crate::events::{EventSink, Scope, Verbosity};
 use crate::exit::ExitStatus;
 use crate::forge::{Forge, dry_run::DryRun, github::GitHubForge, local::LocalForge, none::NoForge};
 use crate::kinds::ForgeKind;
 use crate::outcome::Outcome;
-use crate::repo::WorkTree;
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 
+use cycle::CycleBrief;
 use ending::RunError;
 use runner::Runner;
 
@@ -100,11 +100,6 @@ fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
 /// Runs upkeep as configured. Never panics on bad input; every path out emits `run_finished`
 /// (except a trace file that cannot be opened, which is reported before the run starts).
 pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
-    // A local repository's questions may give the run its task (`--answer`): read before the
-    // settings are borrowed for the run.
-    let mut config = config;
-    let local = crate::conversation::local::resume(&mut config).await;
-    let config = config;
     let events = match event_sink(&config) {
         Ok(events) => events,
         Err(error) => {
@@ -116,7 +111,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
             return summary;
         }
     };
-    let mut runner = Runner::new(&config, &events, &cancel, Some(local));
+    let mut runner = Runner::new(&config, &events, &cancel);
     let result = runner.run().await;
     runner.kept = None;
     let scope = runner.scope.clone();
@@ -144,36 +139,30 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
 }
 
 /// `upkeep prompt`: clones and reads the repository as a run's first cycle does, and returns
-/// the briefing without asking a model. Errors carry the exit status they map to.
+/// the briefing without asking a model, through the same steps the run takes before its first
+/// model call (`Runner::first_clone`, `Runner::brief_cycle`). Errors carry the exit status
+/// they map to.
 pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefing, (ExitStatus, String)> {
     let fail = |error: RunError| (error.outcome().exit_status(), error.to_string());
+    // A question waiting for its answer holds the run back before any clone: there is no
+    // first cycle to show.
+    if let (LocalResume::Pending(pending), RepoSource::Local(path)) = (&config.local_questions, &config.source) {
+        return Err((
+            ExitStatus::Question,
+            crate::conversation::local::describe_pending(path, pending),
+        ));
+    }
     let events = event_sink(config).map_err(|error| fail(RunError::Usage(error)))?;
-    // `prompt` shows the first cycle's briefing.
-    let mut runner = Runner::new(config, &events, &cancel, None);
+    let mut runner = Runner::new(config, &events, &cancel);
     runner.cycles = 1;
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
-    runner.check_pull_request(forge.as_ref()).await.map_err(fail)?;
-    let (workspace, settings, _) = runner.prepare(1).await.map_err(fail)?;
-    let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(|error| fail(error.into()))?;
-    let conversation = match runner.conversation(1, forge.as_ref(), &workspace).await.map_err(fail)? {
-        CycleWork::Work(conversation) => conversation,
-        CycleWork::Nothing(reason) => return Err((ExitStatus::Done, reason)),
-    };
-    brief(
-        config,
-        &settings,
-        &files,
-        workspace.base_branch(),
-        forge.as_ref(),
-        &[],
-        &conversation,
-        &|text| events.alert(text),
-    )
-    .await
-    .map_err(|error| {
-        fail(match error {
-            BriefingError::Config(error) => RunError::Usage(error),
-            BriefingError::Forge(error) => RunError::Failure(error.into()),
-        })
-    })
+    let (workspace, settings, _) = runner.first_clone(forge.as_ref()).await.map_err(fail)?;
+    match runner
+        .brief_cycle(1, forge.as_ref(), &workspace, &settings)
+        .await
+        .map_err(fail)?
+    {
+        CycleBrief::Ready { briefing, .. } => Ok(*briefing),
+        CycleBrief::Nothing(reason) => Err((ExitStatus::Done, reason)),
+    }
 }

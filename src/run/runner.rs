@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::budget::Budget;
 use crate::config::{Config, ConfigError, Mode, RepoSettings, RepoSource};
-use crate::conversation::local::{LocalResume, ResumeError};
+use crate::conversation::local::LocalResume;
 use crate::conversation::{ConversationError, CycleWork};
 use crate::dashboard::DashboardPlan;
 use crate::events::{Event, EventSink, Scope};
@@ -58,25 +58,23 @@ struct RunParts {
     sandbox: Option<crate::exec::SandboxPlan>,
 }
 
-/// The run's part of the conversation: a local question to resume, the first cycle's clone
-/// (made before `run_started`, which names the agent instructions it holds), and the base of
-/// the pull request a `--pr` run follows up.
+/// The run's part of the conversation: the local question it resumes until a cycle settles
+/// it, the first cycle's clone (made before `run_started`, which names the agent instructions
+/// it holds), and the base of the pull request a `--pr` run follows up.
 #[derive(Default)]
 pub(super) struct ConversationState {
-    pub(super) local: Option<Result<LocalResume, ResumeError>>,
     pub(super) resumed: Option<LocalQuestion>,
     pub(super) first: Option<(Workspace, RepoSettings, bool)>,
     pub(super) pull_request_base: Option<String>,
 }
 
 impl<'a> Runner<'a> {
-    /// A run that has not started; `local` is what the local repository's questions give it.
-    pub(super) fn new(
-        config: &'a Config,
-        events: &'a EventSink,
-        cancel: &'a CancellationToken,
-        local: Option<Result<LocalResume, ResumeError>>,
-    ) -> Self {
+    /// A run that has not started.
+    pub(super) fn new(config: &'a Config, events: &'a EventSink, cancel: &'a CancellationToken) -> Self {
+        let resumed = match &config.local_questions {
+            LocalResume::Resume(question) => Some(question.clone()),
+            LocalResume::Nothing | LocalResume::Pending(_) => None,
+        };
         Runner {
             config,
             events,
@@ -90,7 +88,7 @@ impl<'a> Runner<'a> {
             unsaved: Vec::new(),
             commands: config.commands.clone(),
             conversation: ConversationState {
-                local,
+                resumed,
                 ..ConversationState::default()
             },
             cycle_findings: Vec::new(),
@@ -124,14 +122,13 @@ impl Runner<'_> {
 
     /// The run from its checks to its last cycle.
     pub(super) async fn run(&mut self) -> Result<Outcome, RunError> {
-        let pending = match self.conversation.local.take() {
-            Some(Err(error)) => return Err(error.into()),
-            Some(Ok(LocalResume::Pending(pending))) => Some(pending),
-            Some(Ok(LocalResume::Resume(question))) => {
-                self.conversation.resumed = Some(question);
+        let pending = match &self.config.local_questions {
+            LocalResume::Pending(pending) => Some(pending.clone()),
+            LocalResume::Resume(question) => {
+                crate::conversation::local::record_answer(self.config, question).await?;
                 None
             }
-            Some(Ok(LocalResume::Nothing)) | None => None,
+            LocalResume::Nothing => None,
         };
         let parts = self.equip().await?;
         if let Some(end) = self.start(&parts, pending).await? {
@@ -179,10 +176,7 @@ impl Runner<'_> {
             None => self.outside_operator_schedule(),
         };
         let first = match (&pending, &held) {
-            (None, None) => {
-                self.check_pull_request(parts.forge.as_ref()).await?;
-                Some(self.prepare(1).await)
-            }
+            (None, None) => Some(self.first_clone(parts.forge.as_ref()).await),
             _ => None,
         };
         let instructions_files = first
@@ -285,9 +279,16 @@ impl Runner<'_> {
         }
     }
 
+    /// The first cycle's clone and settings, for the run and for `upkeep prompt` alike: a
+    /// pull request to follow up is checked first, then the repository is cloned and read.
+    pub(super) async fn first_clone(&mut self, forge: &dyn Forge) -> Result<(Workspace, RepoSettings, bool), RunError> {
+        self.check_pull_request(forge).await?;
+        self.prepare(1).await
+    }
+
     /// `--pr N`: refuses, before any work, a pull request the bot did not open or that is not
     /// open (exit 2), and clones from the branch it targets.
-    pub(super) async fn check_pull_request(&mut self, forge: &dyn Forge) -> Result<(), RunError> {
+    async fn check_pull_request(&mut self, forge: &dyn Forge) -> Result<(), RunError> {
         let Some(number) = self.config.pull_request else {
             return Ok(());
         };

@@ -180,3 +180,55 @@ async fn an_answer_that_cannot_be_recorded_is_a_failure_not_a_usage_error() {
     assert!(error.contains("recording the answer in"), "{error}");
     assert!(!out.stderr.contains("configuration error"), "{}", out.stderr);
 }
+
+/// `upkeep prompt --answer` once printed a first message without the answer's section, which
+/// the run with the same flags sends: the prompt must be what the first cycle sends, byte for
+/// byte, and printing it must not record the answer (only the run does).
+#[tokio::test(flavor = "multi_thread")]
+async fn prompt_with_answer_prints_exactly_what_the_first_cycle_sends() {
+    let repo = TestRepo::new();
+    let task = "Rename greet to hello";
+    let asked = Script::new(&[reply(
+        "unclear",
+        &[("ask_question", json!({"question_text": "Keep greet as an alias?"}))],
+    )]);
+    run_local(&repo, &asked, &["--task", task]).assert_code(3);
+    let answer = "Yes, keep it for one release.";
+    let server = model(&[finish("completed")]).await;
+
+    let printed = Upkeep::new()
+        .args(["prompt", "--json", "--repo"])
+        .args([repo.path()])
+        .args(["--answer", answer])
+        .args(openai(&server))
+        .run_async()
+        .await;
+    printed.assert_code(0);
+    let answers = std::process::Command::new("git")
+        .current_dir(repo.path())
+        .args(["config", "--get-regexp", "^upkeep-question\\..*\\.answer$"])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .expect("git");
+    assert!(
+        answers.stdout.is_empty(),
+        "printing the prompt recorded the answer: {}",
+        String::from_utf8_lossy(&answers.stdout)
+    );
+
+    let out = Upkeep::new()
+        .args(["run", "--repo"])
+        .args([repo.path()])
+        .args(["--json", "--answer", answer])
+        .args(openai(&server))
+        .env("OPENAI_API_KEY", "sk-test")
+        .run_async()
+        .await;
+    out.assert_code(0);
+    let (system, message) = first_prompt(&server).await;
+    assert!(message.contains("# Your earlier question and its answer"), "{message}");
+    let printed = printed.stdout_json();
+    assert_eq!(printed["first_message"].as_str(), Some(message.as_str()));
+    assert_eq!(printed["system"].as_str(), Some(system.as_str()));
+}
