@@ -110,6 +110,13 @@ impl FailingCheck {
     }
 }
 
+/// A failing check as the `checks` event names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CheckSummary {
+    pub name: String,
+    pub conclusion: String,
+}
+
 /// The checks of a pull request's head commit, as a whole.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChecksState {
@@ -132,6 +139,17 @@ impl ChecksState {
             ChecksState::Failing(_) => "failing",
             ChecksState::NoChecks => "none",
         }
+    }
+
+    /// Each failing check's name and conclusion, as the `checks` event lists them.
+    pub fn summaries(&self) -> Vec<CheckSummary> {
+        self.failing()
+            .iter()
+            .map(|check| CheckSummary {
+                name: check.name.clone(),
+                conclusion: check.conclusion.clone(),
+            })
+            .collect()
     }
 
     /// The failing checks (empty unless [`ChecksState::Failing`]).

@@ -85,3 +85,31 @@ fn untrusted_text_is_fenced_and_labelled_for_a_prompt() {
     assert!(fenced.starts_with("````log of test (untrusted"), "{fenced}");
     assert!(fenced.trim_end().ends_with("````"), "{fenced}");
 }
+
+/// The `checks` and `fix_attempt` events carry the fields docs/events.md lists, and none of
+/// what the checks printed.
+#[test]
+fn the_checks_events_have_their_documented_shape() {
+    let state = ChecksState::Failing(vec![with_tail("test", "secret-looking log text")]);
+    let event = crate::events::Event::Checks {
+        pr: 7,
+        sha: "a".repeat(40),
+        state: state.label(),
+        failing: state.summaries(),
+    };
+    let json = serde_json::to_value(&event).expect("serialises");
+    assert_eq!(
+        json,
+        serde_json::json!({"type": "checks", "pr": 7, "sha": "a".repeat(40), "state": "failing",
+                           "failing": [{"name": "test", "conclusion": "failure"}]})
+    );
+    let attempt = crate::events::Event::FixAttempt {
+        pr: 7,
+        attempt: 2,
+        max: 3,
+    };
+    assert_eq!(
+        serde_json::to_value(&attempt).expect("serialises"),
+        serde_json::json!({"type": "fix_attempt", "pr": 7, "attempt": 2, "max": 3})
+    );
+}
