@@ -304,7 +304,7 @@ impl GitHubForge {
 
 impl GitHubForge {
     /// The fix attempts recorded on pull request `number`: the markers in the bot's own
-    /// comments (up to [`MAX_COMMENTS_READ`] comments, oldest first), judged by the account
+    /// comments (up to 1000 comments, oldest first), judged by the account
     /// the token belongs to, as every reader of them judges.
     pub async fn read_fix_attempts(&self, number: u64) -> Result<FixAttempts, ForgeError> {
         let operation = format!("reading the comments of pull request #{number}");
