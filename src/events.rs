@@ -144,6 +144,21 @@ pub enum Event {
         url: String,
         action: String,
     },
+    /// The checks on a bot pull request's head commit (DESIGN section 14): `state` is
+    /// `passing`, `pending`, `failing` or `none`; `failing` names each failing check and its
+    /// conclusion (what the checks printed stays out of events).
+    Checks {
+        pr: u64,
+        sha: String,
+        state: &'static str,
+        failing: Vec<crate::forge::checks::CheckSummary>,
+    },
+    /// A fix cycle starts on a bot pull request whose checks fail: attempt `attempt` of `max`.
+    FixAttempt {
+        pr: u64,
+        attempt: u32,
+        max: u32,
+    },
     /// `upkeep fleet` is done: every repository's outcome, in the fleet's order.
     FleetFinished {
         repos: usize,

@@ -21,6 +21,9 @@ use crate::limits::schedule::ScheduleKeys;
 
 /// File name of the per-repository configuration.
 pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
+/// The most fix cycles per pull request anyone may ask for: each is a full cycle of model
+/// calls, and a failure that survives this many will not yield to one more.
+pub const MAX_FIX_ATTEMPTS: u32 = 10;
 /// No model worth running has a smaller window, and the prompt alone needs about this much.
 pub const MIN_CONTEXT_WINDOW: u64 = 1024;
 
@@ -35,6 +38,9 @@ pub struct FileConfig {
     pub instructions: Option<String>,
     pub protected_paths: Option<Vec<String>>,
     pub max_turns: Option<u32>,
+    /// Fix cycles per pull request whose checks fail (DESIGN section 14), at most
+    /// [`MAX_FIX_ATTEMPTS`]; a repository's value can only lower the operator's.
+    pub max_fix_attempts: Option<u32>,
     #[serde(default)]
     pub tools: Vec<DeclaredToolConfig>,
     #[serde(default)]
@@ -155,6 +161,11 @@ impl FileConfig {
         if parsed.max_turns == Some(0) {
             return Err(ConfigError(format!(
                 "{origin}: invalid `max_turns`: must be at least 1"
+            )));
+        }
+        if let Some(asked) = parsed.max_fix_attempts.filter(|asked| *asked > MAX_FIX_ATTEMPTS) {
+            return Err(ConfigError(format!(
+                "{origin}: invalid `max_fix_attempts` {asked}: must be at most {MAX_FIX_ATTEMPTS} (0 turns fixing off)"
             )));
         }
         for (model, settings) in &parsed.models {

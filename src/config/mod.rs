@@ -53,6 +53,8 @@ pub use source::RepoSource;
 use crate::conversation::local::LocalResume;
 
 pub const DEFAULT_MAX_TURNS: u32 = 20;
+/// Fix cycles per pull request with failing checks when nobody says (DESIGN section 14).
+pub const DEFAULT_MAX_FIX_ATTEMPTS: u32 = 3;
 pub const DEFAULT_MAX_CYCLES: u32 = 10;
 pub const DEFAULT_LABEL: &str = "upkeep";
 pub const DEFAULT_TASKS_FILE: &str = "TODO.md";
@@ -240,6 +242,9 @@ pub struct RepoSettings {
     pub instructions: Option<String>,
     pub protected_paths: Vec<String>,
     pub max_turns: u32,
+    /// Fix cycles per pull request with failing checks: the operator's (or the default),
+    /// lowered by the repository's.
+    pub max_fix_attempts: u32,
     /// Declared command tools from the operator's config and the repository's file.
     pub declared_tools: Vec<DeclaredToolConfig>,
     pub prices: BTreeMap<String, Price>,

@@ -5,11 +5,15 @@
 //! the repository's file, built-in defaults. Guarantees: the repository cannot loosen the
 //! operator's policy. Its `protected_paths` are added to the operator's (or the defaults),
 //! never replace them; its `max_turns`, used only where the operator set none, can lower the
-//! default but not raise it; its declared tools never shadow the operator's; its limits only
-//! tighten (see [`crate::limits`]); prices are the operator's alone.
+//! default but not raise it; its `max_fix_attempts` only lowers the operator's; its declared
+//! tools never shadow the operator's; its limits only tighten (see [`crate::limits`]); prices
+//! are the operator's alone.
 
 use super::file::{DeclaredToolConfig, FileConfig, REPO_CONFIG_FILE};
-use super::{DEFAULT_LABEL, DEFAULT_MAX_TURNS, DEFAULT_PROTECTED_PATHS, DEFAULT_TASKS_FILE, RepoSettings, RunSettings};
+use super::{
+    DEFAULT_LABEL, DEFAULT_MAX_FIX_ATTEMPTS, DEFAULT_MAX_TURNS, DEFAULT_PROTECTED_PATHS, DEFAULT_TASKS_FILE,
+    RepoSettings, RunSettings,
+};
 use crate::limits::Limits;
 
 impl RunSettings {
@@ -24,6 +28,7 @@ impl RunSettings {
             instructions: pick(&|f| f.instructions.clone()),
             protected_paths: protected_paths(&self.operator, repo_file),
             max_turns: self.max_turns(repo_file),
+            max_fix_attempts: self.max_fix_attempts(repo_file),
             declared_tools: declared_tools(&self.operator, repo_file),
             // Prices are the operator's alone (a repository file that sets them is refused).
             prices: self.operator.prices.clone(),
@@ -62,6 +67,18 @@ impl RunSettings {
                     .max_turns
                     .map_or(DEFAULT_MAX_TURNS, |asked| asked.min(DEFAULT_MAX_TURNS))
             })
+    }
+}
+
+impl RunSettings {
+    /// The operator's `max_fix_attempts` (else the default), lowered by the repository's: an
+    /// untrusted file may spend less on fixing, never more.
+    fn max_fix_attempts(&self, repo_file: &FileConfig) -> u32 {
+        let operator = [&self.overrides, &self.operator]
+            .iter()
+            .find_map(|layer| layer.max_fix_attempts)
+            .unwrap_or(DEFAULT_MAX_FIX_ATTEMPTS);
+        repo_file.max_fix_attempts.map_or(operator, |asked| asked.min(operator))
     }
 }
 

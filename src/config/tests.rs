@@ -123,3 +123,21 @@ fn the_base_and_the_label_resolve_in_one_place_with_the_same_precedence() {
         (Some("main"), "flag")
     );
 }
+
+/// A repository may spend fewer fix cycles than the operator allows, never more; nobody may
+/// ask for more than the cap.
+#[test]
+fn max_fix_attempts_defaults_to_three_and_the_repository_only_lowers_it() {
+    let mut config = test_config();
+    let none = FileConfig::parse_repository("").expect("parses");
+    assert_eq!(config.repo_settings(&none).max_fix_attempts, 3);
+    let more = FileConfig::parse_repository("max_fix_attempts = 9").expect("parses");
+    assert_eq!(config.repo_settings(&more).max_fix_attempts, 3);
+    let fewer = FileConfig::parse_repository("max_fix_attempts = 1").expect("parses");
+    assert_eq!(config.repo_settings(&fewer).max_fix_attempts, 1);
+    config.operator = FileConfig::parse("max_fix_attempts = 5", "operator.toml").expect("parses");
+    assert_eq!(config.repo_settings(&more).max_fix_attempts, 5);
+    assert_eq!(config.repo_settings(&none).max_fix_attempts, 5);
+    let error = FileConfig::parse("max_fix_attempts = 11", "operator.toml").expect_err("above the cap");
+    assert!(error.to_string().contains("max_fix_attempts"), "{error}");
+}

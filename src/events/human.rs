@@ -146,6 +146,25 @@ pub(super) fn render(scope: Scope, event: &Event) -> Option<String> {
         ),
         Event::LimitReached { message, .. } => format!("upkeep: {message}"),
         Event::Dashboard { url, action } => format!("dashboard {action}: {url}"),
+        Event::Checks {
+            pr,
+            sha,
+            state,
+            failing,
+            ..
+        } => {
+            let mut text = format!(
+                "checks of pull request #{pr} at {}: {state}",
+                sha.get(..12).unwrap_or(sha)
+            );
+            for check in failing {
+                text.push_str(&format!("\n  - {} ({})", one_line(&check.name, 200), check.conclusion));
+            }
+            text
+        }
+        Event::FixAttempt { pr, attempt, max } => {
+            format!("fixing the checks of pull request #{pr}: attempt {attempt} of {max}")
+        }
         Event::FleetFinished {
             repos,
             usage,

@@ -86,6 +86,14 @@ impl Forge for DryRun {
         self.inner.pull_request_activity(base, since).await
     }
 
+    async fn checks(&self, sha: &str) -> Result<Option<super::checks::ChecksState>, ForgeError> {
+        self.inner.checks(sha).await
+    }
+
+    async fn fix_attempts(&self, number: u64) -> Result<super::fix_attempts::FixAttempts, ForgeError> {
+        self.inner.fix_attempts(number).await
+    }
+
     async fn update_dashboard(&self, _body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
         // Writes nothing; the run says what it would have written.
         Ok(None)

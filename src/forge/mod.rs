@@ -15,9 +15,11 @@ pub use discussion::{
     ReviewThread, Role,
 };
 
+pub mod checks;
 pub mod closing;
 pub mod discussion;
 pub mod dry_run;
+pub mod fix_attempts;
 pub mod github;
 pub mod local;
 pub mod none;
@@ -280,6 +282,18 @@ pub trait Forge: Send + Sync {
     /// first time. `None`: this forge keeps no dashboard.
     async fn update_dashboard(&self, _body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
         Ok(None)
+    }
+
+    /// The state of the checks on commit `sha` (a bot pull request's head), DESIGN section 14.
+    /// `None`: this forge runs no checks.
+    async fn checks(&self, _sha: &str) -> Result<Option<checks::ChecksState>, ForgeError> {
+        Ok(None)
+    }
+
+    /// The fix attempts the bot recorded on pull request `number` (its own comments' markers,
+    /// [`fix_attempts::count_fix_attempts`]). Forges without comments record none.
+    async fn fix_attempts(&self, _number: u64) -> Result<fix_attempts::FixAttempts, ForgeError> {
+        Ok(fix_attempts::FixAttempts::default())
     }
 }
 

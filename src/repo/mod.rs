@@ -13,6 +13,8 @@
 //!   [`questions`]: the questions the bot asked there, kept in its git config.
 //! - `continuation.rs`: a cycle that goes on from a bot branch the remote has (a review
 //!   follow-up) and pushes only on top of it.
+//! - [`rebase`]: a bot branch rebased onto its moved base when only the bot committed to it,
+//!   pushed with a lease.
 //! - [`transport`]: git over HTTP(S) with the token pinned to the operator URL's origin;
 //!   `transfer.rs` holds what one operation may do (token, origin, stop, stall timeout) and
 //!   `waiting.rs` gives up its waits on an interrupt, the deadline or a stall.
@@ -38,6 +40,7 @@ mod local_clone;
 pub mod path;
 mod publish;
 pub mod questions;
+pub mod rebase;
 mod refresh;
 pub mod setup;
 pub mod source;

@@ -21,6 +21,9 @@ pub(super) enum PushMode {
     Force,
     /// Only on top of what the remote branch holds (a pull request others may have pushed to).
     FastForward,
+    /// Replaces the remote branch only while it still points at this commit (a bot branch
+    /// rebased onto its base): `git push --force-with-lease`.
+    ForceWithLease(git2::Oid),
 }
 
 impl Workspace {
@@ -136,10 +139,25 @@ impl Workspace {
             }
             Ok(())
         });
+        if let PushMode::ForceWithLease(expected) = mode {
+            let target = format!("refs/heads/{branch}");
+            // The server's advertised tip, checked before anything is sent.
+            callbacks.push_negotiation(move |updates| {
+                match updates
+                    .iter()
+                    .find(|update| update.dst_refname().ok() == Some(target.as_str()))
+                {
+                    Some(update) if update.src() != expected => Err(git2::Error::from_str(
+                        "the branch moved on the remote since it was rebased (lease not held); nothing was pushed",
+                    )),
+                    _ => Ok(()),
+                }
+            });
+        }
         callbacks.sideband_progress(|_| !stop.is_stopped());
         let mut options = PushOptions::new();
         options.remote_callbacks(callbacks);
-        let force = if mode == PushMode::Force { "+" } else { "" };
+        let force = if mode == PushMode::FastForward { "" } else { "+" };
         let refspec = format!("{force}refs/heads/{branch}:refs/heads/{branch}");
         let transfer = Transfer::new(url, auth.token.clone(), stop.clone(), self.inner.stall_timeout);
         let result = with_transfer(&transfer, || remote.push(&[refspec.as_str()], Some(&mut options)))?;

@@ -8,6 +8,7 @@
 //! its submodules by subject.
 
 mod api_errors;
+mod checks;
 mod pull_requests;
 mod questions;
 mod targets;

@@ -22,6 +22,7 @@ mod hostile_repos;
 mod local_clone;
 mod model_loop;
 mod providers;
+mod rebase;
 mod refresh;
 mod review;
 // Linux's sandbox, tried from outside (through /proc among others); other systems' side is

@@ -59,6 +59,14 @@ impl Answer {
     }
 }
 
+/// A refused request with the HTTP status it was refused with, for callers that treat some
+/// refusals as a note rather than an error (a log the token may not read).
+#[derive(Debug)]
+pub struct StatusError {
+    pub status: Option<u16>,
+    pub error: ForgeError,
+}
+
 /// The headers an error message may need.
 #[derive(Debug, Default)]
 struct ResponseMeta {
@@ -70,6 +78,9 @@ struct ResponseMeta {
 /// A client for one repository's API calls.
 pub struct Api {
     http: reqwest::Client,
+    /// For downloads from the short-lived addresses the API redirects to (job logs): no
+    /// `Authorization` header at all, since those hosts are not GitHub's API.
+    plain: reqwest::Client,
     /// `https://api.github.com`, or GitHub Enterprise's `https://host/api/v3`; no trailing `/`.
     base: String,
     origin: reqwest::Url,
@@ -117,8 +128,17 @@ impl Api {
             .map_err(|error| {
                 ForgeError::Other(format!("cannot set up the GitHub API client: {}", error_chain(&error)))
             })?;
+        let plain = crate::http::client_builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(REQUEST_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|error| {
+                ForgeError::Other(format!("cannot set up the download client: {}", error_chain(&error)))
+            })?;
         Ok(Self {
             http,
+            plain,
             base,
             origin,
             repo: repo.to_owned(),
@@ -225,6 +245,46 @@ impl Api {
                 route = answer.next;
             }
         }
+        Ok(items)
+    }
+}
+
+impl Api {
+    /// Every item under `field` of a paginated object answer (`{"total_count": n, "check_runs":
+    /// [...]}`), up to `MAX_PAGES` pages, stopping once `limit` items are in.
+    pub async fn list_field(
+        &self,
+        operation: &str,
+        first: String,
+        field: &str,
+        limit: usize,
+    ) -> Result<Vec<Value>, ForgeError> {
+        let mut items = Vec::new();
+        let mut route = Some(first);
+        let mut pages = 0;
+        while let Some(current) = route.take() {
+            let answer = self.send(operation, Method::Get, &current, None).await?;
+            match serde_json::from_str::<Value>(&answer.text) {
+                Ok(Value::Object(mut object)) => match object.remove(field) {
+                    Some(Value::Array(page)) => items.extend(page),
+                    _ => {
+                        return Err(ForgeError::Other(format!(
+                            "{operation}: GitHub's answer has no `{field}` list"
+                        )));
+                    }
+                },
+                _ => {
+                    return Err(ForgeError::Other(format!(
+                        "{operation}: GitHub answered with something other than an object"
+                    )));
+                }
+            }
+            pages += 1;
+            if pages < MAX_PAGES && items.len() < limit {
+                route = answer.next;
+            }
+        }
+        items.truncate(limit);
         Ok(items)
     }
 }
@@ -368,6 +428,9 @@ const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMER
 pub fn encode(component: &str) -> String {
     percent_encoding::utf8_percent_encode(component, COMPONENT).to_string()
 }
+
+#[path = "api_redirects.rs"]
+mod redirects;
 
 #[cfg(test)]
 #[path = "api_tests.rs"]

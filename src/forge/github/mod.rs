@@ -14,7 +14,9 @@ use serde_json::json;
 
 mod activity;
 pub mod api;
+mod checks;
 pub mod dashboard;
+mod job_log;
 mod json;
 pub mod org;
 mod publish;
@@ -317,6 +319,14 @@ impl Forge for GitHubForge {
 
     async fn update_dashboard(&self, body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
         self.write_dashboard(body).await.map(Some)
+    }
+
+    async fn checks(&self, sha: &str) -> Result<Option<crate::forge::checks::ChecksState>, ForgeError> {
+        self.read_checks(sha).await.map(Some)
+    }
+
+    async fn fix_attempts(&self, number: u64) -> Result<crate::forge::fix_attempts::FixAttempts, ForgeError> {
+        self.read_fix_attempts(number).await
     }
 }
 

@@ -33,6 +33,10 @@ OPERATIONS = [
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("get", "/repos/{owner}/{repo}/commits"),
     ("post", "/repos/{owner}/{repo}/git/refs"),
+    ("get", "/repos/{owner}/{repo}/commits/{ref}/check-runs"),
+    ("get", "/repos/{owner}/{repo}/commits/{ref}/status"),
+    ("get", "/repos/{owner}/{repo}/check-runs/{check_run_id}/annotations"),
+    ("get", "/repos/{owner}/{repo}/actions/jobs/{job_id}/logs"),
 ]
 
 PREFIX = "#/components/schemas/"
@@ -83,6 +87,13 @@ def main():
         if body is not None:
             entry["request"] = convert(body, refs)
         for status, response in op["responses"].items():
+            if status.startswith("3"):
+                # A redirect has no body: the headers it must carry (`Location`). A 304 (not
+                # modified) is no redirect.
+                headers = sorted(response.get("headers", {}))
+                if "Location" in headers:
+                    entry.setdefault("redirects", {})[status] = headers
+                continue
             if not status.startswith("2"):
                 continue
             schema = response.get("content", {}).get("application/json", {}).get("schema")

@@ -12,6 +12,7 @@
 //!
 //! The bodies it builds live in `json`, its state and routes in `state`.
 
+mod checks;
 mod json;
 mod state;
 
@@ -21,10 +22,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer};
 
+pub use self::checks::CheckRunSpec;
 use self::json::{API, TIME, WEB};
 pub use self::json::{NAME, OWNER, issue_json, repository, user};
 pub use self::state::ReviewComment;
-use self::state::{Api, State};
+use self::state::{Api, LogHost, State};
 use super::git_http::GitHttpServer;
 use super::{TestRepo, Upkeep, git};
 
@@ -59,6 +61,9 @@ pub struct FakeGitHub {
     _tmp: tempfile::TempDir,
     pub git: GitHttpServer,
     pub api: MockServer,
+    /// Where job logs are downloaded from after the API's redirect (another port, as GitHub's
+    /// log storage is another host).
+    pub log_host: MockServer,
     pub token: String,
     state: Arc<Mutex<State>>,
     bare: PathBuf,
@@ -76,20 +81,29 @@ impl FakeGitHub {
             ..
         } = SampleRemote::start(&token);
         let api = MockServer::start().await;
-        let state = Arc::new(Mutex::new(State {
+        let log_host = MockServer::start().await;
+        let mut state = State {
             bot: bot.to_owned(),
             next_id: 5000,
             bare: bare.clone(),
             ..State::default()
-        }));
+        };
+        state.checks.log_host = log_host.uri();
+        state.checks.api_base = api.uri();
+        let state = Arc::new(Mutex::new(state));
         Mock::given(wiremock::matchers::any())
             .respond_with(Api(Arc::clone(&state)))
             .mount(&api)
+            .await;
+        Mock::given(wiremock::matchers::any())
+            .respond_with(LogHost(Arc::clone(&state)))
+            .mount(&log_host)
             .await;
         Self {
             _tmp: tmp,
             git: git_server,
             api,
+            log_host,
             token,
             state,
             bare,
@@ -179,6 +193,21 @@ impl FakeGitHub {
 
     pub fn pulls(&self) -> Vec<Value> {
         self.with(|s| s.pulls.values().cloned().collect())
+    }
+
+    /// A check run on commit `sha`; returns its id (an Actions job's id).
+    pub fn add_check_run(&self, sha: &str, spec: CheckRunSpec) -> u64 {
+        self.with(|s| s.add_check_run(sha, spec))
+    }
+
+    /// A commit status on `sha`.
+    pub fn add_status(&self, sha: &str, context: &str, state: &str, description: &str) {
+        self.with(|s| s.add_status(sha, context, state, description));
+    }
+
+    /// Job logs answer 403, as for a workflow token without `actions: read`.
+    pub fn refuse_job_logs(&self) {
+        self.with(|s| s.checks.logs_forbidden = true);
     }
 
     /// Fails the test when a body served or received broke GitHub's description.

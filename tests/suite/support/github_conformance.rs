@@ -60,3 +60,18 @@ pub fn validate(operation: &str, body: Body<'_>, value: &Value) -> Result<(), Ve
         .collect();
     if errors.is_empty() { Ok(()) } else { Err(errors) }
 }
+
+/// Checks that a redirect answer of `operation` is described, with the headers it carries.
+pub fn validate_redirect(operation: &str, status: &str, headers: &[&str]) -> Result<(), Vec<String>> {
+    let described = &schemas()["operations"][operation]["redirects"][status];
+    let Some(required) = described.as_array() else {
+        return Err(vec![format!("{operation} is not described as answering {status}")]);
+    };
+    let missing: Vec<String> = required
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|name| !headers.iter().any(|h| h.eq_ignore_ascii_case(name)))
+        .map(|name| format!("{operation} {status} lacks the header {name}"))
+        .collect();
+    if missing.is_empty() { Ok(()) } else { Err(missing) }
+}

@@ -12,6 +12,7 @@ use wiremock::{Request, Respond, ResponseTemplate};
 
 use super::super::git;
 use super::super::github_conformance::{self as conformance, Body};
+use super::checks::Reply;
 use super::json::{API, NAME, OWNER, TIME, WEB, link, public_user, repository, user};
 
 /// A pull request review comment to add: a new thread on `path` at `line`, or a reply to the
@@ -42,6 +43,7 @@ pub(super) struct State {
     pub(super) bare: PathBuf,
     /// `GET /user` answers 403, as it does for a GitHub App installation token.
     pub(super) app_token: bool,
+    pub(super) checks: super::checks::ChecksState,
 }
 
 impl State {
@@ -350,6 +352,9 @@ impl Respond for Api {
                 state.violations.extend(errors);
             }
         }
+        if let Some(reply) = state.answer_checks_at(&method, &path, &query) {
+            return checks_response(&mut state, operation.as_deref(), &method, &path, reply);
+        }
         match state.answer(&method, &path, &query, &body) {
             Some((status, value)) => {
                 match &operation {
@@ -368,5 +373,65 @@ impl Respond for Api {
                 "message": "Not Found", "documentation_url": "https://docs.github.com/rest", "status": "404"
             })),
         }
+    }
+}
+
+impl State {
+    fn answer_checks_at(&mut self, method: &str, path: &str, query: &BTreeMap<String, String>) -> Option<Reply> {
+        let rest = path.strip_prefix(&format!("/repos/{OWNER}/{NAME}"))?;
+        let parts: Vec<&str> = rest.trim_matches('/').split('/').collect();
+        self.answer_checks(method, &parts, query)
+    }
+}
+
+/// A checks answer, validated: a JSON body of a 2xx against its schema, a redirect for the
+/// headers its description names.
+fn checks_response(
+    state: &mut State,
+    operation: Option<&str>,
+    method: &str,
+    path: &str,
+    reply: Reply,
+) -> ResponseTemplate {
+    let Some(operation) = operation else {
+        state.violations.push(format!("{method} {path} is not in schemas.json"));
+        return ResponseTemplate::new(500);
+    };
+    match reply {
+        Reply::Json { status, body, link } => {
+            if (200..300).contains(&status) {
+                if let Err(errors) = conformance::validate(operation, Body::Response(&status.to_string()), &body) {
+                    state.violations.extend(errors);
+                }
+            }
+            let response = ResponseTemplate::new(status).set_body_json(body);
+            match link {
+                Some(link) => response.insert_header("link", link.as_str()),
+                None => response,
+            }
+        }
+        Reply::Redirect(location) => {
+            if let Err(errors) = conformance::validate_redirect(operation, "302", &["Location"]) {
+                state.violations.extend(errors);
+            }
+            ResponseTemplate::new(302).insert_header("location", location.as_str())
+        }
+    }
+}
+
+/// The log host: serves each signed address once, as the stand-in's state says.
+pub(super) struct LogHost(pub(super) Arc<Mutex<State>>);
+
+impl Respond for LogHost {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let signature = request
+            .url
+            .query_pairs()
+            .find(|(key, _)| key == "urlSignature")
+            .map(|(_, value)| value.into_owned());
+        let (status, body) = self.0.lock().expect("state").download(signature.as_deref());
+        ResponseTemplate::new(status)
+            .set_body_bytes(body)
+            .insert_header("content-type", "text/plain")
     }
 }

@@ -1,0 +1,184 @@
+//! Bringing a bot branch up to date with its base (DESIGN section 14, "Mergeable"): a bot pull
+//! request whose base moved on is rebased onto it, when only the bot has committed to it.
+//!
+//! Guarantees:
+//! - Only branches under `upkeep/` are rewritten, and only when every commit on the branch
+//!   since its merge base was authored and committed by the bot's identity (its email). A
+//!   human's commit (or a merge) on it means [`RebaseOutcome::HumanCommits`]: nothing is
+//!   rewritten or pushed, and the caller comments instead.
+//! - A commit that does not apply on the new base is [`RebaseOutcome::Conflict`], naming the
+//!   commit and the paths; nothing is pushed, and the caller runs a fix cycle or comments.
+//! - The push is forced with a lease: the remote branch is replaced only while it still points
+//!   at the tip that was rebased (checked in libgit2's push negotiation against what the
+//!   server advertises, as `git push --force-with-lease` does), so a commit pushed meanwhile is
+//!   never lost; the push is then refused.
+//! - The branch and base are fetched with their whole history (a shallow clone is deepened):
+//!   the merge base must be known to tell the bot's commits from the base's.
+
+use git2::{Oid, Repository, Signature};
+
+use super::fetch::{self, FetchSpec};
+use super::git::{BOT_BRANCH_PREFIX, GitAuth, Identity, PushMode, Workspace, WorkspaceError};
+use super::transport::Transfer;
+
+/// What [`Workspace::rebase_bot_branch`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RebaseOutcome {
+    /// The branch already contains its base's tip, or the base already holds every commit of
+    /// the branch: nothing to do.
+    UpToDate,
+    /// The branch was rebased onto the base's tip and pushed.
+    Rebased { from: Oid, to: Oid, commits: usize },
+    /// Someone other than the bot committed to the branch: left untouched.
+    HumanCommits { commits: Vec<ForeignCommit> },
+    /// A commit of the branch does not apply on the base: left untouched.
+    Conflict {
+        commit: Oid,
+        summary: String,
+        paths: Vec<String>,
+    },
+}
+
+/// A commit on a bot branch that the bot did not make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignCommit {
+    pub commit: Oid,
+    /// `Name <email>` of its author.
+    pub author: String,
+    pub summary: String,
+}
+
+impl Workspace {
+    /// [`Workspace::rebase_bot_branch_blocking`] on a blocking thread.
+    pub async fn rebase_bot_branch(
+        &self,
+        branch: &str,
+        bot: &Identity,
+        auth: &GitAuth,
+    ) -> Result<RebaseOutcome, WorkspaceError> {
+        let (branch, bot, auth) = (branch.to_owned(), bot.clone(), auth.clone());
+        self.run_blocking(move |workspace| workspace.rebase_bot_branch_blocking(&branch, &bot, &auth))
+            .await
+    }
+
+    /// Rebases the remote's `branch` onto the remote's base branch when only `bot` committed to
+    /// it, and pushes it with a lease; on success the work tree is on the rebased branch.
+    pub fn rebase_bot_branch_blocking(
+        &self,
+        branch: &str,
+        bot: &Identity,
+        auth: &GitAuth,
+    ) -> Result<RebaseOutcome, WorkspaceError> {
+        if !branch.starts_with(BOT_BRANCH_PREFIX) || branch == self.base_branch() {
+            return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
+        }
+        let repo = self.open()?;
+        let base_tip = self.fetch_whole_branch(&repo, self.base_branch(), auth)?;
+        let tip = self.fetch_whole_branch(&repo, branch, auth)?;
+        if tip == base_tip || repo.graph_descendant_of(tip, base_tip)? {
+            return Ok(RebaseOutcome::UpToDate);
+        }
+        let mut walk = repo.revwalk()?;
+        walk.push(tip)?;
+        walk.hide(base_tip)?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+        let commits: Vec<Oid> = walk.collect::<Result<_, _>>()?;
+        if commits.is_empty() {
+            // Every commit of the branch is already in the base (it was merged): nothing to
+            // bring over, and nothing to push.
+            return Ok(RebaseOutcome::UpToDate);
+        }
+        let foreign: Vec<ForeignCommit> = commits
+            .iter()
+            .filter_map(|oid| repo.find_commit(*oid).ok())
+            .filter(|commit| !made_by(commit, bot))
+            .map(|commit| ForeignCommit {
+                commit: commit.id(),
+                author: format!(
+                    "{} <{}>",
+                    commit.author().name().unwrap_or("?"),
+                    commit.author().email().unwrap_or("?")
+                ),
+                summary: commit.summary().ok().flatten().unwrap_or("").to_owned(),
+            })
+            .collect();
+        if !foreign.is_empty() {
+            return Ok(RebaseOutcome::HumanCommits { commits: foreign });
+        }
+        let committer = Signature::now(&bot.name, &bot.email)?;
+        let mut new_tip = repo.find_commit(base_tip)?;
+        for oid in &commits {
+            let commit = repo.find_commit(*oid)?;
+            let mut index = repo.cherrypick_commit(&commit, &new_tip, 0, None)?;
+            if index.has_conflicts() {
+                let mut paths: Vec<String> = index
+                    .conflicts()?
+                    .filter_map(Result::ok)
+                    .filter_map(|conflict| conflict.our.or(conflict.their).or(conflict.ancestor))
+                    .map(|entry| String::from_utf8_lossy(&entry.path).into_owned())
+                    .collect();
+                paths.dedup();
+                return Ok(RebaseOutcome::Conflict {
+                    commit: *oid,
+                    summary: commit.summary().ok().flatten().unwrap_or("").to_owned(),
+                    paths,
+                });
+            }
+            let tree = repo.find_tree(index.write_tree_to(&repo)?)?;
+            let message = commit.message_raw().unwrap_or_default();
+            let new = repo.commit(None, &commit.author(), &committer, message, &tree, &[&new_tip])?;
+            new_tip = repo.find_commit(new)?;
+        }
+        let refname = format!("refs/heads/{branch}");
+        repo.reference(&refname, new_tip.id(), true, "upkeep: rebased onto the base")?;
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.force().remove_untracked(true);
+        repo.checkout_tree(new_tip.as_object(), Some(&mut checkout))?;
+        repo.set_head(&refname)?;
+        let to = new_tip.id();
+        drop(new_tip);
+        drop(repo);
+        self.push_refspec(branch, auth, PushMode::ForceWithLease(tip))?;
+        self.mark_saved(to);
+        Ok(RebaseOutcome::Rebased {
+            from: tip,
+            to,
+            commits: commits.len(),
+        })
+    }
+
+    /// Fetches `branch` with its whole history (deepening a shallow clone) into
+    /// `refs/remotes/origin/<branch>` and returns the remote's tip.
+    fn fetch_whole_branch(&self, repo: &Repository, branch: &str, auth: &GitAuth) -> Result<Oid, WorkspaceError> {
+        let stop = self.stop();
+        let url = self.url().to_owned();
+        let transfer = Transfer::new(&url, auth.token.clone(), stop.clone(), self.stall_timeout());
+        let spec = FetchSpec {
+            url: &url,
+            branch: Some(branch),
+            // A full clone stays full; a shallow one is deepened to the whole history (libgit2
+            // reads the largest depth as "unshallow").
+            depth: if self.depth() == 0 { 0 } else { u32::MAX },
+            is_local: self.is_local(),
+            have: None,
+        };
+        let fetched = fetch::fetch_branch(repo, &spec, &transfer, stop).map_err(|failure| {
+            failure.into_error(&transfer, stop, &url, auth, "fetch", |message| WorkspaceError::Fetch {
+                url: url.clone(),
+                message,
+            })
+        })?;
+        Ok(fetched.tip)
+    }
+}
+
+/// Whether the bot made `commit`: a single-parent commit whose author and committer both
+/// carry the bot's email (a human's commit cherry-picked by the bot keeps its human author).
+fn made_by(commit: &git2::Commit<'_>, bot: &Identity) -> bool {
+    let is_bot = |signature: git2::Signature<'_>| {
+        signature
+            .email()
+            .is_ok_and(|email| email.eq_ignore_ascii_case(&bot.email))
+    };
+    commit.parent_count() == 1 && is_bot(commit.author()) && is_bot(commit.committer())
+}
