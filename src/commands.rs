@@ -7,9 +7,10 @@ use tokio_util::sync::CancellationToken;
 use crate::actions::{Actions, CommandsPaused, RunContext};
 use crate::agent::prompt::describe_tool;
 use crate::cli::{RunArgs, ToolsArgs};
-use crate::config::{Config, ConfigError, Purpose, Resolved, RunStart};
+use crate::config::{Config, ConfigError, Purpose, Resolved};
 use crate::exit::ExitStatus;
 use crate::secrets::Redactor;
+use crate::startup::RunStart;
 use crate::summary::RunSummary;
 use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
 
@@ -26,7 +27,7 @@ pub async fn run(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
         actions: actions.as_ref(),
         fleet_member: None,
     };
-    let config = match Config::resolve(args, start).await {
+    let config = match crate::startup::resolve(args, start).await {
         Ok(Resolved::Run(config)) => config,
         Ok(Resolved::NothingToDo(config, why)) => {
             return nothing_to_do(args, &config, actions.as_ref(), &why, paused);
@@ -127,7 +128,7 @@ fn usage_error(
 /// Prints the system prompt and the first message of a first cycle exactly as the model would
 /// get them, calling no model: with `--json`, as `{"system", "first_message"}`.
 pub async fn prompt(args: &RunArgs, cancel: CancellationToken) -> ExitStatus {
-    let config = match Config::for_run(args, Purpose::Prompt).await {
+    let config = match crate::startup::for_run(args, Purpose::Prompt).await {
         Ok(config) => config,
         Err(error) => return usage_error(&error, &args.repo, None, None),
     };

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::{DemoArgs, RunArgs, RunOptions};
-use crate::config::Config;
 use crate::exit::ExitStatus;
 use crate::kinds::ForgeKind;
 
@@ -126,7 +125,7 @@ pub async fn run(args: &DemoArgs, cancel: CancellationToken) -> ExitStatus {
         json: args.json,
         ..RunArgs::default()
     };
-    let config = match Config::for_run(&run_args, crate::config::Purpose::Run).await {
+    let config = match crate::startup::for_run(&run_args, crate::config::Purpose::Run).await {
         Ok(config) => config,
         Err(error) => {
             eprintln!("upkeep demo: {error}");

@@ -10,7 +10,6 @@
 use serde::Serialize;
 
 use crate::exit::ExitStatus;
-use crate::limits::HeldBy;
 use crate::repo::StopReason;
 
 /// How a cycle, a run or a fleet's repository ended.
@@ -137,16 +136,6 @@ impl Outcome {
 impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-impl From<HeldBy> for Outcome {
-    fn from(by: HeldBy) -> Self {
-        match by {
-            HeldBy::PrLimit => Outcome::PrLimit,
-            HeldBy::PrHourlyLimit => Outcome::PrHourlyLimit,
-            HeldBy::Schedule => Outcome::OutsideSchedule,
-        }
     }
 }
 

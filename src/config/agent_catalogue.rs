@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use super::answer_schema::{AnswerSchema, verdict_schema};
-use crate::config::error::ConfigError;
+use crate::config::ConfigError;
 use crate::config::file::AgentConfig;
 
 /// The built-in read-only agent that answers questions about the code.

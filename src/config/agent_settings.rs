@@ -9,7 +9,7 @@
 
 use super::agent_catalogue::Catalogue;
 use crate::cli::RunArgs;
-use crate::config::error::ConfigError;
+use crate::config::ConfigError;
 use crate::config::file::{AgentConfig, DeclaredToolConfig};
 
 /// `--max-depth` when not given: the main agent's sub-agents may delegate once more.

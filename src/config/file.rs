@@ -14,10 +14,11 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::error::ConfigError;
 use crate::exec::LimitsConfig;
 use crate::limits::LimitKeys;
 use crate::limits::schedule::ScheduleKeys;
+use crate::settings::ConfigError;
+pub use crate::settings::{DeclaredToolConfig, ParameterConfig, Price};
 
 /// File name of the per-repository configuration.
 pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
@@ -81,57 +82,6 @@ pub struct ModelConfig {
     pub context_window: Option<u64>,
     /// How the reply's shape is asked of this model's server (what `--structured-output` sets).
     pub structured_output: Option<crate::kinds::StructuredOutputMode>,
-}
-
-/// A declared command tool: a fixed program plus argument templates, never a shell string.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct DeclaredToolConfig {
-    /// Where the declaration was read (`--config <path>` or `.upkeep.toml`), for errors and
-    /// for `run_started`/`cycle_started`, which say which program each exposed tool runs.
-    #[serde(skip)]
-    pub declared_in: String,
-    pub name: String,
-    pub description: String,
-    pub cmd: String,
-    #[serde(default)]
-    pub args: Vec<String>,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub parameters: BTreeMap<String, ParameterConfig>,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct ParameterConfig {
-    #[serde(rename = "type", default = "default_parameter_type")]
-    pub kind: String,
-    pub description: Option<String>,
-    #[serde(rename = "enum")]
-    pub allowed: Option<Vec<String>>,
-    pub pattern: Option<String>,
-    #[serde(rename = "maxLength")]
-    pub max_length: Option<usize>,
-    #[serde(default)]
-    pub optional: bool,
-}
-
-fn default_parameter_type() -> String {
-    "string".into()
-}
-
-/// Price of a model in US dollars per million tokens. Input read from the provider's prompt
-/// cache and input written to it have their own rates; a missing one means the input rate.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
-    #[serde(default)]
-    pub cached_input_per_mtok: Option<f64>,
-    #[serde(default)]
-    pub cache_write_per_mtok: Option<f64>,
 }
 
 /// `[[agents]]` in the operator's `--config`.

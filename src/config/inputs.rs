@@ -1,17 +1,17 @@
 //! What a run is started with besides its command line -> one immutable [`Config`].
 //!
-//! [`Config::resolve`] is the only way to a `Config`. It reads the command line
-//! ([`super::resolve`]), then what the GitHub Actions event that started the run asks of it
-//! (judged by [`crate::actions`], which may ask the forge who the bot is), then the local
-//! repository's questions (`--answer`, [`crate::conversation::local`]), and notes fleet
-//! membership. Each of those once rewrote the resolved settings afterwards; here they are
-//! inputs, so `upkeep run`, `upkeep prompt` and a fleet's repository see the same settings for
-//! the same inputs, and nothing changes them once the run holds them.
+//! [`Config::resolve`] is the only way to a `Config`. Its inputs are the command line's
+//! settings ([`super::resolve`]) with fleet membership and what the GitHub Actions event asks
+//! of the run ([`EventWork`], applied by [`RunSettings::with_event`]), and what the local
+//! repository's questions mean for it ([`LocalResume`]). Each of those once rewrote the
+//! resolved settings afterwards; here they are inputs, gathered by [`crate::startup`] (which
+//! asks the event and reads the questions, so config depends on neither), and nothing changes
+//! a `Config` once the run holds it.
 
 use super::resolve::command_line;
-use super::{Config, ConfigError, Mode};
+use super::{Config, ConfigError, Mode, RunSettings};
 use crate::cli::RunArgs;
-use crate::conversation::local::LocalResume;
+use crate::repo::questions::LocalQuestion;
 
 /// What the settings are resolved for: a run needs credentials, printing the prompt does not.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -21,16 +21,6 @@ pub enum Purpose {
     /// `upkeep prompt`, which calls no model and publishes nothing, and so needs no API key and
     /// no write token (public repositories are read without one).
     Prompt,
-}
-
-/// What a run is started with besides its command line.
-#[derive(Default)]
-pub struct RunStart<'a> {
-    pub purpose: Purpose,
-    /// The GitHub Actions step the run is, whose event may say what to work.
-    pub actions: Option<&'a crate::actions::Actions>,
-    /// `upkeep fleet` runs this repository as one of many, under this name.
-    pub fleet_member: Option<String>,
 }
 
 /// What the event that started the run asks of it, judged by [`crate::actions`].
@@ -57,47 +47,40 @@ pub enum Resolved {
     NothingToDo(Config, String),
 }
 
-impl Config {
-    /// The settings of a run: the command line checked as far as it can be before any work,
-    /// then what the Actions event and the local repository's questions ask of the run, and
-    /// its fleet membership. Reading the event may ask the forge who the bot is and whether a
-    /// question waits; nothing here calls a model, clones, or writes anywhere (an answer given
-    /// with `--answer` is recorded by the run, not here).
-    pub async fn resolve(args: &RunArgs, start: RunStart<'_>) -> Result<Resolved, ConfigError> {
-        let mut settings = command_line(args, start.purpose)?;
-        settings.fleet_member = start.fleet_member;
-        let event = match start.actions {
-            Some(actions) => actions.judge_event(&settings).await?,
-            None => EventWork::AsConfigured,
-        };
+impl RunSettings {
+    /// What the event that started the run asks of it, applied before any `Config` exists: the
+    /// settings to run with, or (`Err`) the settings to report with and why there is nothing to
+    /// do.
+    pub fn with_event(mut self, event: EventWork) -> Result<RunSettings, (RunSettings, String)> {
         match event {
             EventWork::AsConfigured => {}
-            EventWork::NothingToDo(why) => return Ok(Resolved::NothingToDo(Config { settings }, why)),
+            EventWork::NothingToDo(why) => return Err((self, why)),
             EventWork::LabelledIssue { number, task } => {
-                settings.issue = Some(number);
-                if settings.task.is_none() {
-                    settings.task = task;
+                self.issue = Some(number);
+                if self.task.is_none() {
+                    self.task = task;
                 }
             }
             EventWork::AnsweredIssue(number) => {
-                settings.issue = Some(number);
-                settings.mode = Mode::Single;
+                self.issue = Some(number);
+                self.mode = Mode::Single;
             }
             EventWork::PullRequest(number) => {
-                settings.pull_request = Some(number);
-                settings.mode = Mode::Single;
+                self.pull_request = Some(number);
+                self.mode = Mode::Single;
             }
         }
-        // A resumed question's task and issue become the run's (unless given), and a task
-        // makes the run a single one.
-        settings.local_questions = crate::conversation::local::read(&settings)
-            .await
-            .map_err(|error| match error {
-                crate::conversation::local::ResumeError::Usage(error) => error,
-                // The repository's git config cannot be read: said before any work, with why.
-                other => ConfigError(other.to_string()),
-            })?;
-        if let LocalResume::Resume(question) = &settings.local_questions {
+        Ok(self)
+    }
+}
+
+impl Config {
+    /// The run's settings from all its inputs: the command line's `settings` (with the event
+    /// applied, see [`RunSettings::with_event`]) and what the local repository's questions mean
+    /// for it. A resumed question's task and issue become the run's (unless given), and a task
+    /// makes the run a single one. Nothing changes a `Config` after this.
+    pub fn resolve(mut settings: RunSettings, local_questions: LocalResume) -> Config {
+        if let LocalResume::Resume(question) = &local_questions {
             if settings.task.is_none() {
                 settings.task.clone_from(&question.task);
             }
@@ -108,24 +91,21 @@ impl Config {
                 settings.mode = Mode::Single;
             }
         }
-        Ok(Resolved::Run(Config { settings }))
+        settings.local_questions = local_questions;
+        Config { settings }
     }
+}
 
-    /// [`Config::resolve`] for a run with no Actions event and no fleet, which always has work
-    /// to try (tests and the demo).
-    pub async fn for_run(args: &RunArgs, purpose: Purpose) -> Result<Config, ConfigError> {
-        match Self::resolve(
-            args,
-            RunStart {
-                purpose,
-                ..RunStart::default()
-            },
-        )
-        .await?
-        {
-            Resolved::Run(config) | Resolved::NothingToDo(config, _) => Ok(config),
-        }
-    }
+/// What the questions kept in the repository mean for this run.
+#[derive(Debug, Clone, Default)]
+pub enum LocalResume {
+    /// No question concerns this run.
+    #[default]
+    Nothing,
+    /// Resume this answered question.
+    Resume(LocalQuestion),
+    /// These questions wait for an answer: show them, do nothing else.
+    Pending(Vec<LocalQuestion>),
 }
 
 /// The command line's errors, as [`Config::resolve`] reports them, without reading anything

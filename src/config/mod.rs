@@ -10,47 +10,40 @@
 //! first model call. Errors name the offending key and map to exit code 2.
 //!
 //! This file holds what a run is given: [`Config`], [`RepoSettings`] and their parts, and the
-//! defaults. Reading is done by the files around it, each depending only on those below:
-//! [`error`] (the one error), [`mod@file`] (the shapes of both config files), [`source`]
-//! (`--repo`), `resolve` (flags and the operator's file -> [`RunSettings`]), `inputs` (those
-//! plus the event, the local questions and fleet membership -> [`Config`]) and
-//! `repo_settings` (plus the repository's file -> [`RepoSettings`]). The agents' settings read
-//! only the leaves (`config::error`, `config::file`), and the fleet limits read a
-//! [`crate::limits::LimitKeys`] that [`FileConfig::limit_keys`] builds. Only `inputs`
-//! reaches out, by design: the event is judged by [`crate::actions`] and the questions read by
-//! [`crate::conversation::local`] on the command line's [`RunSettings`], before any `Config`
-//! exists.
+//! defaults; the values the boundaries are built from, and the one error, live below it in
+//! [`crate::settings`]. Reading is done by the files around it: [`mod@file`] (the shapes of both
+//! config files), [`source`] (`--repo`), `resolve` (flags and the operator's file ->
+//! [`RunSettings`]), `inputs` (those plus what the Actions event and the local questions mean
+//! for the run -> [`Config`]; [`crate::startup`] asks them) and `repo_settings` (plus the
+//! repository's file -> [`RepoSettings`]). Config imports nothing that reads a `Config`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use secrecy::SecretString;
-
 use crate::exec::CommandSettings;
-use crate::kinds::{ForgeKind, ProviderKind};
+use crate::kinds::ForgeKind;
 use crate::repo::Identity;
 
 pub mod agent_catalogue;
 pub mod agent_settings;
 pub mod answer_schema;
-pub mod error;
 pub mod file;
 mod inputs;
 mod repo_settings;
 mod resolve;
 pub mod source;
 
-pub use error::ConfigError;
-pub use file::{
-    AgentConfig, DeclaredToolConfig, FileConfig, MIN_CONTEXT_WINDOW, ModelConfig, ParameterConfig, Price,
-    REPO_CONFIG_FILE,
+pub(crate) use crate::settings::env_secret;
+pub use crate::settings::{
+    ConfigError, DEFAULT_GITHUB_API, DEFAULT_GITHUB_SERVER, DeclaredToolConfig, GitHubSettings, ParameterConfig, Price,
+    ProviderSettings,
 };
+pub use file::{AgentConfig, FileConfig, MIN_CONTEXT_WINDOW, ModelConfig, REPO_CONFIG_FILE};
 pub(crate) use inputs::check_command_line;
-pub use inputs::{EventWork, Purpose, Resolved, RunStart};
+pub use inputs::{EventWork, LocalResume, Purpose, Resolved};
+pub(crate) use resolve::command_line;
 pub use source::RepoSource;
-
-use crate::conversation::local::LocalResume;
 
 pub const DEFAULT_MAX_TURNS: u32 = 20;
 /// Fix cycles per pull request with failing checks when nobody says (DESIGN section 14).
@@ -65,8 +58,6 @@ pub const DEFAULT_SHELL_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_OUTPUT_CAP: usize = 30_000;
 /// Long enough for a slow local model to start answering a large request.
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 300;
-pub const DEFAULT_GITHUB_SERVER: &str = "https://github.com";
-pub const DEFAULT_GITHUB_API: &str = "https://api.github.com";
 /// What a comment on the bot's pull request says to ask for work.
 pub const DEFAULT_TRIGGER_PHRASE: &str = "@upkeep";
 
@@ -85,74 +76,11 @@ impl Mode {
     }
 }
 
-#[derive(Clone)]
-pub struct ProviderSettings {
-    pub kind: ProviderKind,
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-    pub api_key: Option<SecretString>,
-    pub replay: Option<PathBuf>,
-    /// Longest wait for the API's next bytes (an idle timeout: a streaming reply is never cut).
-    pub request_timeout: Duration,
-    /// The context window given by `--context-window` or the operator's `[models]`; `None`
-    /// means the built-in table's (see [`crate::llm::window`]).
-    pub context_window: Option<u64>,
-    /// `--structured-output`, else the operator's `[models."name"] structured_output`.
-    pub structured_output: crate::kinds::StructuredOutputMode,
-    /// `--max-reply-tokens`: the reply cap sent with every request, instead of the room the
-    /// context fitting leaves.
-    pub max_reply_tokens: Option<u64>,
-}
-
-impl std::fmt::Debug for ProviderSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderSettings")
-            .field("kind", &self.kind)
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "set"))
-            .field("context_window", &self.context_window)
-            .field("structured_output", &self.structured_output)
-            .field("max_reply_tokens", &self.max_reply_tokens)
-            .finish()
-    }
-}
-
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Budgets {
     pub max_tokens: Option<u64>,
     pub max_cost: Option<f64>,
     pub timeout: Option<Duration>,
-}
-
-#[derive(Clone)]
-pub struct GitHubSettings {
-    pub server_url: String,
-    pub api_url: String,
-    pub token: Option<SecretString>,
-    /// The bot's account, when the operator names it (`UPKEEP_BOT_LOGIN`, for GitHub App tokens,
-    /// which cannot ask `GET /user` who they are); otherwise it is asked.
-    pub bot_login: Option<String>,
-}
-
-impl GitHubSettings {
-    /// `GITHUB_SERVER_URL`, `GITHUB_API_URL`, `GITHUB_TOKEN` (or `GH_TOKEN`), `UPKEEP_BOT_LOGIN`.
-    pub fn from_env() -> Self {
-        GitHubSettings {
-            server_url: env_or("GITHUB_SERVER_URL", DEFAULT_GITHUB_SERVER)
-                .trim_end_matches('/')
-                .to_owned(),
-            api_url: env_or("GITHUB_API_URL", DEFAULT_GITHUB_API)
-                .trim_end_matches('/')
-                .to_owned(),
-            token: env_secret(&["GITHUB_TOKEN", "GH_TOKEN"]),
-            // Trimmed: a login pasted into a repository variable often carries a line break.
-            bot_login: std::env::var("UPKEEP_BOT_LOGIN")
-                .ok()
-                .map(|login| login.trim().to_owned())
-                .filter(|login| !login.is_empty()),
-        }
-    }
 }
 
 /// Everything a run needs, resolved once by [`Config::resolve`] from flags, environment, the
@@ -252,23 +180,6 @@ pub struct RepoSettings {
     pub limits: crate::limits::Limits,
     /// Keep the repository's dashboard issue up to date after the run.
     pub dashboard: bool,
-}
-
-/// The first of `names` that is set to something other than blanks: CI systems pass a secret
-/// that is not configured as an empty variable, which must read as unset.
-fn env_secret(names: &[&str]) -> Option<SecretString> {
-    names
-        .iter()
-        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
-        .map(SecretString::from)
-}
-
-/// A variable's value, or `default` when it is unset or blank (see [`env_secret`]).
-fn env_or(name: &str, default: &str) -> String {
-    std::env::var(name)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| default.to_owned())
 }
 
 #[cfg(test)]

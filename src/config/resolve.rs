@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use super::error::ConfigError;
+use super::LocalResume;
 use super::file::FileConfig;
 use super::inputs::Purpose;
 use super::source::RepoSource;
@@ -23,13 +23,13 @@ use super::{
 };
 use crate::cli::RunArgs;
 use crate::config::agent_settings::AgentSettings;
-use crate::conversation::local::LocalResume;
 use crate::exec::CommandSettings;
 use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 use crate::repo::Identity;
+use crate::settings::ConfigError;
 
 /// The command line read in its fixed order, into the settings [`super::Config::resolve`] completes.
-pub(super) fn command_line(args: &RunArgs, purpose: Purpose) -> Result<RunSettings, ConfigError> {
+pub(crate) fn command_line(args: &RunArgs, purpose: Purpose) -> Result<RunSettings, ConfigError> {
     let github = GitHubSettings::from_env();
     let source = RepoSource::parse(&args.repo, &github.server_url)?;
     let task = task(args)?;

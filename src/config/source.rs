@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::ConfigError;
+use crate::settings::ConfigError;
 
 /// Where the repository comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -31,17 +31,7 @@ pub enum ResumeError {
     },
 }
 
-/// What the questions kept in the repository mean for this run.
-#[derive(Debug, Clone, Default)]
-pub enum LocalResume {
-    /// No question concerns this run.
-    #[default]
-    Nothing,
-    /// Resume this answered question.
-    Resume(LocalQuestion),
-    /// These questions wait for an answer: show them, do nothing else.
-    Pending(Vec<LocalQuestion>),
-}
+pub use crate::config::LocalResume;
 
 /// Reads the questions kept in a local repository and selects the one `--answer` answers (or
 /// an answered one to resume), writing nothing: [`record_answer`] keeps the answer once a run

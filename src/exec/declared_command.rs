@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::config::{ConfigError, DeclaredToolConfig, ParameterConfig};
+use crate::settings::{ConfigError, DeclaredToolConfig, ParameterConfig};
 
 /// Names the built-in tools use; a declared tool may not shadow them.
 const RESERVED: &[&str] = &[

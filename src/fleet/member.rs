@@ -8,8 +8,9 @@ use super::budget::Share;
 use super::list::FleetEntry;
 use super::report;
 use crate::cli::RunArgs;
-use crate::config::{Config, ConfigError, Purpose, Resolved, RunStart};
+use crate::config::{ConfigError, Purpose, Resolved};
 use crate::repo_outcome::RepoOutcome;
+use crate::startup::RunStart;
 
 /// The fleet's options as this entry's `upkeep run` gets them, before its overrides.
 fn member_args(entry: &FleetEntry, defaults: &RunArgs) -> RunArgs {
@@ -54,7 +55,7 @@ pub(super) async fn run(
         fleet_member: Some(entry.display.clone()),
     };
     let resolved = match applied {
-        Ok(()) => Config::resolve(&args, start).await,
+        Ok(()) => crate::startup::resolve(&args, start).await,
         Err(error) => Err(error),
     };
     let config = match resolved {

@@ -24,6 +24,7 @@ use jiff::{SignedDuration, Timestamp};
 pub mod schedule;
 
 use crate::forge::{Forge, ForgeError, PullRequest};
+use crate::outcome::Outcome;
 use schedule::{Schedule, ScheduleKeys};
 
 pub const DEFAULT_PR_LIMIT: u32 = 5;
@@ -60,7 +61,17 @@ pub enum HeldBy {
 impl HeldBy {
     /// The `limit_reached` event's `limit`: the name of the run's outcome.
     pub fn as_str(self) -> &'static str {
-        crate::outcome::Outcome::from(self).name()
+        Outcome::from(self).name()
+    }
+}
+
+impl From<HeldBy> for Outcome {
+    fn from(by: HeldBy) -> Self {
+        match by {
+            HeldBy::PrLimit => Outcome::PrLimit,
+            HeldBy::PrHourlyLimit => Outcome::PrHourlyLimit,
+            HeldBy::Schedule => Outcome::OutsideSchedule,
+        }
     }
 }
 

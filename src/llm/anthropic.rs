@@ -26,7 +26,7 @@ use super::reply_form::{self, ReplyForm, StructuredOutput};
 use super::schema;
 use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
-use crate::config::{ConfigError, ProviderSettings};
+use crate::settings::{ConfigError, ProviderSettings};
 
 const NAME: &str = "anthropic";
 pub const DEFAULT_MODEL: &str = crate::kinds::ProviderKind::Anthropic.default_model();

@@ -34,12 +34,12 @@ const MAX_MESSAGE_CHARS: usize = 1000;
 pub(super) fn http_client(
     provider: &'static str,
     idle_timeout: Duration,
-) -> Result<reqwest::Client, crate::config::ConfigError> {
+) -> Result<reqwest::Client, crate::settings::ConfigError> {
     reqwest::Client::builder()
         .user_agent(concat!("upkeep/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(idle_timeout.min(Duration::from_secs(30)))
         .build()
-        .map_err(|error| crate::config::ConfigError(format!("{provider}: cannot build the HTTP client: {error}")))
+        .map_err(|error| crate::settings::ConfigError(format!("{provider}: cannot build the HTTP client: {error}")))
 }
 
 /// A header value carrying a secret, marked sensitive so that it is never printed by `Debug`.
@@ -78,7 +78,7 @@ impl Endpoint {
         url: String,
         api_key: Option<SecretString>,
         idle_timeout: Duration,
-    ) -> Result<Self, crate::config::ConfigError> {
+    ) -> Result<Self, crate::settings::ConfigError> {
         let mut redactor = crate::secrets::Redactor::default();
         if let Some(key) = &api_key {
             redactor.add(key.clone());

@@ -281,14 +281,14 @@ pub trait Provider: Send + Sync {
 
 /// Builds the provider a run asks for, wrapped in retries (replay is never retried: a script
 /// has no transient failures).
-pub fn build(settings: &crate::config::ProviderSettings) -> Result<Box<dyn Provider>, crate::config::ConfigError> {
+pub fn build(settings: &crate::settings::ProviderSettings) -> Result<Box<dyn Provider>, crate::settings::ConfigError> {
     use crate::kinds::ProviderKind;
     let provider: Box<dyn Provider> = match settings.kind {
         ProviderKind::Replay => {
             let path = settings
                 .replay
                 .as_deref()
-                .ok_or_else(|| crate::config::ConfigError::key("--replay", "missing"))?;
+                .ok_or_else(|| crate::settings::ConfigError::key("--replay", "missing"))?;
             return Ok(Box::new(replay::Replay::from_file(path)?));
         }
         ProviderKind::Openai => Box::new(openai::OpenAi::new(settings)?),

@@ -12,8 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::Price;
 use crate::llm::Usage;
+use crate::settings::Price;
 
 /// One row of the table: model name prefix, then input, output, cached input and cache write
 /// rates in $/Mtok. The longest matching prefix wins, so `gpt-4.1-mini` is not priced as

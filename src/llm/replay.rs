@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::{Completion, CompletionRequest, Provider, ProviderError, StopReason, Usage};
-use crate::config::ConfigError;
+use crate::settings::ConfigError;
 
 /// One scripted reply.
 #[derive(Debug)]

@@ -40,7 +40,7 @@ pub fn default_window(model: &str) -> u64 {
 
 /// The window requests are fitted into for `model`: the operator's (`--context-window`,
 /// `[models."name"]`), else the built-in one.
-pub fn window_for(settings: &crate::config::ProviderSettings, model: &str) -> u64 {
+pub fn window_for(settings: &crate::settings::ProviderSettings, model: &str) -> u64 {
     settings.context_window.unwrap_or_else(|| default_window(model))
 }
 

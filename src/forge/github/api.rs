@@ -26,8 +26,8 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderValue};
 use secrecy::ExposeSecret;
 use serde_json::Value;
 
-use crate::config::GitHubSettings;
 use crate::forge::ForgeError;
+use crate::settings::GitHubSettings;
 use crate::text::error_chain;
 
 /// The REST API version upkeep's requests and response shapes follow.

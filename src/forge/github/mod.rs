@@ -29,9 +29,9 @@ use super::{
     ClosedPullRequest, DashboardUpdate, FeedbackAnswer, Forge, ForgeError, IssueComment, OWN_QUESTION_AUTHOR,
     OpenPullRequest, PullRequest, PullRequestActivity, PullRequestDraft, PullRequestFeedback, Role, TaskIssue,
 };
-use crate::config::GitHubSettings;
 use crate::forge::task::parse_task_marker;
 use crate::repo::{BOT_BRANCH_PREFIX, Workspace};
+use crate::settings::GitHubSettings;
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
 pub const QUESTION_MARKER: &str = "<!-- upkeep:question -->";

@@ -13,8 +13,8 @@
 use serde::Deserialize;
 
 use super::api::{Api, Method, encode, parse_list, parse_object};
-use crate::config::GitHubSettings;
 use crate::forge::ForgeError;
+use crate::settings::GitHubSettings;
 
 /// Pages followed at most: 100 repositories each, so organisations of up to 10 000.
 const MAX_PAGES: usize = 100;

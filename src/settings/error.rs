@@ -3,7 +3,7 @@
 //! call).
 //!
 //! It is a leaf: every module that checks a setting can return it without depending on how a
-//! whole [`super::Config`] is resolved. Its message names the offending flag or key, and the
+//! whole [`crate::config::Config`] is resolved. Its message names the offending flag or key, and the
 //! caller maps it to exit code 2. It is for the operator's input only: a failure at run time
 //! (a file that cannot be written, a clone that cannot be read) has its own error type with
 //! its source, and exits 1.
