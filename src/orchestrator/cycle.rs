@@ -83,11 +83,13 @@ impl Runner<'_> {
             &self.pull_requests,
             &conversation,
             &|text| self.events.alert(text),
+            self.cancel,
         )
         .await
         .map_err(|error| match error {
             BriefingError::Config(error) => RunError::Usage(error),
             BriefingError::Forge(error) => RunError::Failure(error.into()),
+            BriefingError::Interrupted(_) => RunError::Interrupted,
         })?;
 
         let opened_before = self.pull_requests.len();

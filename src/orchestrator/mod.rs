@@ -176,12 +176,14 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
         &[],
         &conversation,
         &|text| events.alert(text),
+        &cancel,
     )
     .await
     .map_err(|error| {
         fail(match error {
             BriefingError::Config(error) => RunError::Usage(error),
             BriefingError::Forge(error) => RunError::Failure(error.into()),
+            BriefingError::Interrupted(_) => RunError::Interrupted,
         })
     })
 }

@@ -3,10 +3,11 @@
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
-use crate::repo::{EntryKind, walk};
+use crate::repo::{EntryKind, WorkTree, walk};
 
 /// Most paths one call returns.
 const MAX_ENTRIES: usize = 2000;
@@ -31,30 +32,40 @@ impl Tool for ListFiles {
 
     async fn call(&self, arguments: &Map<String, Value>, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let requested = args::optional_str(arguments, "path")?.unwrap_or(".");
-        let dir = ctx
+        let requested = requested.to_owned();
+        let text = ctx
             .tree
-            .resolve(requested)
-            .map_err(|error| ToolError::model(error.to_string()))?;
-        if ctx.tree.kind(&dir) != Some(EntryKind::Dir) {
-            return Err(ToolError::model(format!(
-                "{requested:?} is not a folder of the repository"
-            )));
-        }
-        let (files, truncated) =
-            walk::list(ctx.tree, &dir, MAX_ENTRIES).map_err(|error| ToolError::model(error.to_string()))?;
-        let mut text = files
-            .iter()
-            .map(|path| crate::text::escape_control(&path.display()))
-            .collect::<Vec<_>>()
-            .join("\n");
-        if files.is_empty() {
-            text = format!("(no files under {requested:?})");
-        }
-        if truncated {
-            text.push_str(&format!(
-                "\n[notice: only the first {MAX_ENTRIES} files are listed; list a subfolder to see more]"
-            ));
-        }
+            .off_thread(ctx.cancel, move |tree, cancel| list(tree, cancel, &requested))
+            .await??;
         Ok(ToolOutput::Text(text))
     }
+}
+
+/// The listing of the folder `requested`. Runs off the async threads: the walk of a large
+/// repository takes seconds, and stops at the interrupt.
+fn list(tree: &WorkTree, cancel: &CancellationToken, requested: &str) -> Result<String, ToolError> {
+    let dir = tree
+        .resolve(requested)
+        .map_err(|error| ToolError::model(error.to_string()))?;
+    if tree.kind(&dir) != Some(EntryKind::Dir) {
+        return Err(ToolError::model(format!(
+            "{requested:?} is not a folder of the repository"
+        )));
+    }
+    let (files, truncated) =
+        walk::list(tree, &dir, MAX_ENTRIES, cancel).map_err(|error| ToolError::model(error.to_string()))?;
+    let mut text = files
+        .iter()
+        .map(|path| crate::text::escape_control(&path.display()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if files.is_empty() {
+        text = format!("(no files under {requested:?})");
+    }
+    if truncated {
+        text.push_str(&format!(
+            "\n[notice: only the first {MAX_ENTRIES} files are listed; list a subfolder to see more]"
+        ));
+    }
+    Ok(text)
 }

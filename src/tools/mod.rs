@@ -80,6 +80,14 @@ impl ToolError {
     }
 }
 
+/// Work on the tree cut short by the interrupt ends the run, as the interrupt does (the turn
+/// loop reports it as the interrupt, not as a failure).
+impl From<crate::repo::Interrupted> for ToolError {
+    fn from(interrupted: crate::repo::Interrupted) -> Self {
+        ToolError::Fatal(interrupted.into())
+    }
+}
+
 /// Settings for tools that run programs (they live with the runner, in [`crate::exec`]).
 pub use crate::exec::CommandSettings;
 

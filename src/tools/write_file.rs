@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use super::line_endings::conform;
 use super::spec::object_schema;
 use super::{Tool, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, args};
-use crate::repo::Written;
 use crate::repo::text_encoding::{Input, NotText, TextEncoding, decode};
+use crate::repo::{WorkTree, Written};
 
 /// Most bytes `write_file`/`edit_file` will write in one file.
 pub const MAX_WRITE_BYTES: usize = 1024 * 1024;
@@ -19,7 +19,7 @@ pub struct WriteFile;
 /// Writes `content` as the whole file `requested` in `encoding`, refusing oversized content and
 /// characters the encoding cannot hold; says what it did.
 pub(crate) fn write_checked(
-    ctx: &ToolContext<'_>,
+    tree: &WorkTree,
     requested: &str,
     content: &str,
     encoding: TextEncoding,
@@ -36,8 +36,7 @@ pub(crate) fn write_checked(
             bytes.len()
         )));
     }
-    let (path, written) = ctx
-        .tree
+    let (path, written) = tree
         .write(requested, &bytes)
         .map_err(|error| ToolError::model(error.to_string()))?;
     let encoded = if encoding.is_plain_utf8() {
@@ -75,30 +74,39 @@ impl Tool for WriteFile {
         // A secret can only reach the model through a leak elsewhere; should one have, it still
         // never lands in a file of the clone (and so never in a pull request).
         let content = ctx.redactor.redact(args::required_str(arguments, "content")?);
-        // Refused paths are refused before the old content is looked at.
-        let target = ctx
+        let requested = requested.to_owned();
+        let done = ctx
             .tree
-            .writable(requested)
-            .map_err(|error| ToolError::model(error.to_string()))?;
-        // An existing text file keeps its encoding and conventions; a new file, or one that is
-        // not text, becomes UTF-8.
-        let previous = ctx
-            .tree
-            .read_resolved(&target, MAX_WRITE_BYTES as u64)
-            .ok()
-            .map(|previous| {
-                (
-                    decode(&previous.bytes, Input::cut(previous.truncated)),
-                    previous.truncated,
-                )
-            });
-        let (content, encoding) = match previous {
-            Some((Ok(decoded), false)) => (conform(&decoded.text, &content), decoded.encoding),
-            Some((Ok(decoded), true)) => (content, decoded.encoding),
-            // Not valid in the encoding its byte-order mark names: the new content is.
-            Some((Err(NotText::BadBom(encoding)), _)) => (content, encoding),
-            Some((Err(NotText::Binary), _)) | None => (content, TextEncoding::UTF8),
-        };
-        Ok(ToolOutput::Text(write_checked(ctx, requested, &content, encoding)?))
+            .off_thread(ctx.cancel, move |tree, _| write_conformed(tree, &requested, content))
+            .await??;
+        Ok(ToolOutput::Text(done))
     }
+}
+
+/// Writes `content` as the whole file `requested`, in the encoding and conventions of the file
+/// it replaces; says what it did. Runs off the async threads, as every file tool does.
+fn write_conformed(tree: &WorkTree, requested: &str, content: String) -> Result<String, ToolError> {
+    // Refused paths are refused before the old content is looked at.
+    let target = tree
+        .writable(requested)
+        .map_err(|error| ToolError::model(error.to_string()))?;
+    // An existing text file keeps its encoding and conventions; a new file, or one that is
+    // not text, becomes UTF-8.
+    let previous = tree
+        .read_resolved(&target, MAX_WRITE_BYTES as u64)
+        .ok()
+        .map(|previous| {
+            (
+                decode(&previous.bytes, Input::cut(previous.truncated)),
+                previous.truncated,
+            )
+        });
+    let (content, encoding) = match previous {
+        Some((Ok(decoded), false)) => (conform(&decoded.text, &content), decoded.encoding),
+        Some((Ok(decoded), true)) => (content, decoded.encoding),
+        // Not valid in the encoding its byte-order mark names: the new content is.
+        Some((Err(NotText::BadBom(encoding)), _)) => (content, encoding),
+        Some((Err(NotText::Binary), _)) | None => (content, TextEncoding::UTF8),
+    };
+    write_checked(tree, requested, &content, encoding)
 }
