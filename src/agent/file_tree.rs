@@ -225,6 +225,28 @@ mod tests {
         root
     }
 
+    /// The scan runs off the async threads and gives way to the interrupt; uninterrupted, it
+    /// lists what the scan on this thread lists.
+    #[tokio::test]
+    async fn the_scan_off_the_async_threads_lists_the_same_and_stops_at_the_interrupt() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for path in ["README.md", "src/lib.rs", "src/a/b.rs"] {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(full, "x").expect("write");
+        }
+        let tree = WorkTree::open(dir.path(), &[]).expect("open");
+        let cancel = CancellationToken::new();
+        let scanned = FileTree::scan_until(&tree, 1024, &cancel).await.expect("scanned");
+        assert_eq!(scanned.render(), FileTree::scan(&tree, 1024).render());
+        assert_eq!(scanned.total, 3);
+        cancel.cancel();
+        assert!(matches!(
+            FileTree::scan_until(&tree, 1024, &cancel).await,
+            Err(Interrupted)
+        ));
+    }
+
     #[test]
     fn a_small_repository_is_listed_whole() {
         let tree = FileTree::layout(&folder(&["README.md", "src/lib.rs", "src/a/b.rs"]), 1024);
