@@ -7,6 +7,7 @@
 //! renderer as untrusted.
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
 use crate::agent::prompt::{CyclePrompt, SystemPrompt, TaskSource};
@@ -47,6 +48,9 @@ pub enum BriefingError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Forge(#[from] ForgeError),
+    /// The interrupt came while the briefing was read from the work tree.
+    #[error(transparent)]
+    Interrupted(#[from] crate::repo::Interrupted),
 }
 
 /// Whether the operator exposes a declared tool: by name (`--allow-tool`), or all of them
@@ -107,6 +111,7 @@ pub async fn brief(
     opened_this_run: &[PullRequest],
     conversation: &CycleConversation,
     notice: &(dyn Fn(&str) + Sync),
+    cancel: &CancellationToken,
 ) -> Result<Briefing, BriefingError> {
     let mut registry = ToolRegistry::new(
         &ToolSelection {
@@ -175,7 +180,7 @@ pub async fn brief(
         [only] if backlog => Some(only.number),
         _ => None,
     };
-    let tree = FileTree::scan(files, DEFAULT_TREE_BUDGET);
+    let tree = FileTree::scan_until(files, DEFAULT_TREE_BUDGET, cancel).await?;
     let rendered = match (&conversation.feedback, &conversation.issue, &config.task) {
         (Some(feedback), _, _) => Some(render::follow_up_task(feedback)),
         (None, Some(issue), None) => Some(render::issue_task(issue, conversation.continued.as_ref())),

@@ -30,6 +30,7 @@ use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 pub use super::gate_error::GateError;
 pub use super::path::{EntryKind, RepoPath, is_git_name, normalise};
@@ -71,12 +72,14 @@ pub enum Written {
     Replaced,
 }
 
-/// The work tree, as a directory capability plus the paths writes may not touch.
-#[derive(Debug)]
+/// The work tree, as a directory capability plus the paths writes may not touch. A clone is a
+/// second handle on the same capability (shared, not reopened), so work on the tree can move to
+/// a blocking thread (see `repo::blocking`).
+#[derive(Debug, Clone)]
 pub struct WorkTree {
-    dir: Dir,
-    protected: GlobSet,
-    protected_patterns: Vec<String>,
+    dir: Arc<Dir>,
+    protected: Arc<GlobSet>,
+    protected_patterns: Arc<[String]>,
 }
 
 impl WorkTree {
@@ -104,9 +107,9 @@ impl WorkTree {
             source,
         })?;
         Ok(Self {
-            dir,
-            protected,
-            protected_patterns: protected_paths.to_vec(),
+            dir: Arc::new(dir),
+            protected: Arc::new(protected),
+            protected_patterns: protected_paths.into(),
         })
     }
 

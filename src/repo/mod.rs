@@ -3,7 +3,8 @@
 //!
 //! - [`fs`] and [`walk`]: the work tree as a directory capability; every read, write and
 //!   listing of repository files goes through them; [`text_encoding`] turns a file's bytes
-//!   into text and back in the file's own encoding, for every file tool.
+//!   into text and back in the file's own encoding, for every file tool; `blocking.rs` runs
+//!   work on the tree off the async threads, stopped by the interrupt between files.
 //! - [`git`]: the [`Workspace`] (clone, commit, diff, push) with its git directory outside the
 //!   work tree; `refresh.rs` (continuous mode's fresh copy in place), `checkout.rs` and
 //!   `fetch.rs` are its parts.
@@ -25,6 +26,7 @@
 //!
 //! `docs/git.md` describes the git side for users, `docs/safety.md` the whole boundary.
 
+mod blocking;
 mod changes;
 mod checkout;
 pub mod cleanup;
@@ -51,6 +53,7 @@ pub mod transport;
 mod waiting;
 pub mod walk;
 
+pub use blocking::Interrupted;
 pub use changes::UnsavedChanges;
 pub use fs::{EntryKind, GateError, RepoPath, WorkTree, Written};
 pub use git::{BOT_BRANCH_PREFIX, CloneRequest, GitAuth, Identity, Workspace, WorkspaceError, patch_text};

@@ -12,7 +12,7 @@ use crate::events::{Event, Scope};
 use crate::forge::Forge;
 use crate::limits::Held;
 use crate::llm::{Provider, pricing};
-use crate::repo::{WorkTree, Workspace};
+use crate::repo::{StopReason, WorkTree, Workspace};
 use crate::tools::{CyclePullRequests, FinishStatus, PullRequestScope, ToolContext};
 
 use super::ending::RunError;
@@ -139,11 +139,13 @@ impl Runner<'_> {
             &self.pull_requests,
             &conversation,
             &|text| self.events.alert(text),
+            self.cancel,
         )
         .await
         .map_err(|error| match error {
             BriefingError::Config(error) => RunError::Usage(error),
             BriefingError::Forge(error) => RunError::Failure(error.into()),
+            BriefingError::Interrupted(_) => RunError::Stopped(StopReason::Interrupted),
         })?;
         Ok(CycleBrief::Ready {
             files,

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::line_endings::LineEnding;
 use super::write_file::{MAX_WRITE_BYTES, write_checked};
 use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
+use crate::repo::WorkTree;
 use crate::repo::text_encoding::{Input, decode};
 
 pub struct EditFile;
@@ -42,53 +43,60 @@ impl TypedTool for EditFile {
 
     async fn run(&self, call: Invocation<'_, EditFileArgs>) -> Result<ToolOutput, ToolError> {
         let Invocation { ctx, args } = call;
-        let requested = args.path.as_str();
-        let old_text = args.old_text.as_str();
+        let requested = args.path;
+        let old_text = args.old_text;
         let new_text = ctx.redactor.redact(&args.new_text);
         if old_text.is_empty() {
             return Err(ToolError::model("old_text is empty; to create a file use write_file"));
         }
-        let target = ctx
+        let done = ctx
             .tree
-            .writable(requested)
-            .map_err(|error| ToolError::model(error.to_string()))?;
-        let current = ctx
-            .tree
-            .read_resolved(&target, MAX_WRITE_BYTES as u64)
-            .map_err(|error| ToolError::model(format!("cannot edit {requested:?}: {error}")))?;
-        if current.truncated {
-            return Err(ToolError::model(format!(
-                "{requested:?} is larger than {MAX_WRITE_BYTES} bytes; upkeep does not edit files that large"
-            )));
+            .off_thread(ctx.cancel, move |tree, _| edit(tree, &requested, &old_text, &new_text))
+            .await??;
+        Ok(ToolOutput::Text(done))
+    }
+}
+
+/// Replaces the one occurrence of `old_text` in the file `requested` with `new_text`; says what
+/// it did. Runs off the async threads, as every file tool does.
+fn edit(tree: &WorkTree, requested: &str, old_text: &str, new_text: &str) -> Result<String, ToolError> {
+    let target = tree
+        .writable(requested)
+        .map_err(|error| ToolError::model(error.to_string()))?;
+    let current = tree
+        .read_resolved(&target, MAX_WRITE_BYTES as u64)
+        .map_err(|error| ToolError::model(format!("cannot edit {requested:?}: {error}")))?;
+    if current.truncated {
+        return Err(ToolError::model(format!(
+            "{requested:?} is larger than {MAX_WRITE_BYTES} bytes; upkeep does not edit files that large"
+        )));
+    }
+    let decoded = decode(&current.bytes, Input::Whole)
+        .map_err(|error| ToolError::model(format!("{requested:?} is {error}; edit_file changes text files only")))?;
+    // An edit must change only what it replaces: a file whose text would not encode back to
+    // the very same bytes is left alone.
+    if !decoded.round_trips(&current.bytes) {
+        return Err(ToolError::model(format!(
+            "{requested:?} is {} text that upkeep cannot write back byte for byte (some of its characters have two byte sequences), so edit_file would change more than old_text; nothing was written",
+            decoded.encoding.describe()
+        )));
+    }
+    let encoding = decoded.encoding;
+    let current = decoded.text;
+    let style = LineEnding::of(&current);
+    let old_text = style.apply(old_text);
+    let new_text = style.apply(new_text);
+    match current.matches(old_text.as_str()).count() {
+        0 => Err(ToolError::model(format!(
+            "old_text was not found in {requested:?}; read the file again and copy the text exactly, whitespace included"
+        ))),
+        1 => {
+            let updated = current.replacen(old_text.as_str(), &new_text, 1);
+            write_checked(tree, requested, &updated, encoding)?;
+            Ok(format!("edited {}", target.display()))
         }
-        let decoded = decode(&current.bytes, Input::Whole).map_err(|error| {
-            ToolError::model(format!("{requested:?} is {error}; edit_file changes text files only"))
-        })?;
-        // An edit must change only what it replaces: a file whose text would not encode back to
-        // the very same bytes is left alone.
-        if !decoded.round_trips(&current.bytes) {
-            return Err(ToolError::model(format!(
-                "{requested:?} is {} text that upkeep cannot write back byte for byte (some of its characters have two byte sequences), so edit_file would change more than old_text; nothing was written",
-                decoded.encoding.describe()
-            )));
-        }
-        let encoding = decoded.encoding;
-        let current = decoded.text;
-        let style = LineEnding::of(&current);
-        let old_text = style.apply(old_text);
-        let new_text = style.apply(&new_text);
-        match current.matches(old_text.as_str()).count() {
-            0 => Err(ToolError::model(format!(
-                "old_text was not found in {requested:?}; read the file again and copy the text exactly, whitespace included"
-            ))),
-            1 => {
-                let updated = current.replacen(old_text.as_str(), &new_text, 1);
-                write_checked(ctx, requested, &updated, encoding)?;
-                Ok(ToolOutput::Text(format!("edited {}", target.display())))
-            }
-            n => Err(ToolError::model(format!(
-                "old_text occurs {n} times in {requested:?}; include more surrounding lines so it occurs exactly once"
-            ))),
-        }
+        n => Err(ToolError::model(format!(
+            "old_text occurs {n} times in {requested:?}; include more surrounding lines so it occurs exactly once"
+        ))),
     }
 }

@@ -7,7 +7,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
-use crate::repo::{EntryKind, walk};
+use tokio_util::sync::CancellationToken;
+
+use crate::repo::{EntryKind, WorkTree, walk};
 
 /// Most paths one call returns.
 const MAX_ENTRIES: usize = 2000;
@@ -36,31 +38,40 @@ impl TypedTool for ListFiles {
 
     async fn run(&self, call: Invocation<'_, ListFilesArgs>) -> Result<ToolOutput, ToolError> {
         let Invocation { ctx, args } = call;
-        let requested = args.path.as_deref().unwrap_or(".");
-        let dir = ctx
+        let requested = args.path.unwrap_or_else(|| ".".to_owned());
+        let text = ctx
             .tree
-            .resolve(requested)
-            .map_err(|error| ToolError::model(error.to_string()))?;
-        if ctx.tree.kind(&dir) != Some(EntryKind::Dir) {
-            return Err(ToolError::model(format!(
-                "{requested:?} is not a folder of the repository"
-            )));
-        }
-        let (files, truncated) =
-            walk::list(ctx.tree, &dir, MAX_ENTRIES).map_err(|error| ToolError::model(error.to_string()))?;
-        let mut text = files
-            .iter()
-            .map(|path| crate::text::escape_control(&path.display()))
-            .collect::<Vec<_>>()
-            .join("\n");
-        if files.is_empty() {
-            text = format!("(no files under {requested:?})");
-        }
-        if truncated {
-            text.push_str(&format!(
-                "\n[notice: only the first {MAX_ENTRIES} files are listed; list a subfolder to see more]"
-            ));
-        }
+            .off_thread(ctx.cancel, move |tree, cancel| list(tree, cancel, &requested))
+            .await??;
         Ok(ToolOutput::Text(text))
     }
+}
+
+/// The listing of the folder `requested`. Runs off the async threads: the walk of a large
+/// repository takes seconds, and stops at the interrupt.
+fn list(tree: &WorkTree, cancel: &CancellationToken, requested: &str) -> Result<String, ToolError> {
+    let dir = tree
+        .resolve(requested)
+        .map_err(|error| ToolError::model(error.to_string()))?;
+    if tree.kind(&dir) != Some(EntryKind::Dir) {
+        return Err(ToolError::model(format!(
+            "{requested:?} is not a folder of the repository"
+        )));
+    }
+    let (files, truncated) =
+        walk::list(tree, &dir, MAX_ENTRIES, cancel).map_err(|error| ToolError::model(error.to_string()))?;
+    let mut text = files
+        .iter()
+        .map(|path| crate::text::escape_control(&path.display()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    if files.is_empty() {
+        text = format!("(no files under {requested:?})");
+    }
+    if truncated {
+        text.push_str(&format!(
+            "\n[notice: only the first {MAX_ENTRIES} files are listed; list a subfolder to see more]"
+        ));
+    }
+    Ok(text)
 }

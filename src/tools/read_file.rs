@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::args::WholeNumber;
 use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
+use crate::repo::WorkTree;
 use crate::repo::text_encoding::{DecodedText, Input, decode};
 
 /// Most bytes one call returns; a larger file or range comes back as a window.
@@ -46,61 +47,71 @@ impl TypedTool for ReadFile {
 
     async fn run(&self, call: Invocation<'_, ReadFileArgs>) -> Result<ToolOutput, ToolError> {
         let Invocation { ctx, args } = call;
-        let requested = args.path.as_str();
+        let requested = args.path;
         let start = args.start_line.map(|line| line.0);
         let end = args.end_line.map(|line| line.0);
-        let (path, file) = ctx.tree.read(requested, MAX_FILE_BYTES).map_err(|error| match error {
-            crate::repo::GateError::IsDir(_) => ToolError::model(format!(
-                "{requested:?} is a directory; use list_files to see what it holds"
-            )),
-            other => ToolError::model(other.to_string()),
-        })?;
-        let size = file.size;
-        let truncated = file.truncated;
-        let decoded = decode(&file.bytes, Input::cut(truncated)).map_err(|error| {
-            ToolError::model(format!(
-                "{} ({size} bytes) is {error}; read_file shows text only",
-                path.display()
-            ))
-        })?;
-        let text = decoded.text.as_str();
-        let window = Window::of(text, start, end)?;
-        let mut output = window.text.to_owned();
-        let total = if truncated {
-            format!("more than {}", window.total_lines)
-        } else {
-            window.total_lines.to_string()
-        };
-        let whole = window.first == 1 && window.last == window.total_lines && !truncated;
-        if !whole && window.total_lines > 0 {
-            if !output.ends_with('\n') {
-                output.push('\n');
-            }
-            let next = if window.last < window.total_lines {
-                format!("; call read_file with start_line={} to read on", window.last + 1)
-            } else if truncated {
-                format!(
-                    "; the file is larger than {} MiB and the rest cannot be read: use search_files to find lines further down",
-                    MAX_FILE_BYTES / (1024 * 1024)
-                )
-            } else {
-                String::new()
-            };
-            output.push_str(&format!(
-                "[notice: lines {}-{} of {total} of {} are shown{next}]",
-                window.first,
-                window.last,
-                path.display()
-            ));
-        }
-        if !decoded.encoding.is_plain_utf8() {
-            if !output.is_empty() && !output.ends_with('\n') {
-                output.push('\n');
-            }
-            output.push_str(&encoding_notice(&path.display(), &decoded, &file.bytes, truncated));
-        }
+        let output = ctx
+            .tree
+            .off_thread(ctx.cancel, move |tree, _| read_window(tree, &requested, start, end))
+            .await??;
         Ok(ToolOutput::Text(output))
     }
+}
+
+/// Lines `start..=end` of the file `requested`, with the notices that go with them. Runs off the
+/// async threads: reading and decoding a file of up to 16 MiB takes a while.
+fn read_window(tree: &WorkTree, requested: &str, start: Option<u64>, end: Option<u64>) -> Result<String, ToolError> {
+    let (path, file) = tree.read(requested, MAX_FILE_BYTES).map_err(|error| match error {
+        crate::repo::GateError::IsDir(_) => ToolError::model(format!(
+            "{requested:?} is a directory; use list_files to see what it holds"
+        )),
+        other => ToolError::model(other.to_string()),
+    })?;
+    let size = file.size;
+    let truncated = file.truncated;
+    let decoded = decode(&file.bytes, Input::cut(truncated)).map_err(|error| {
+        ToolError::model(format!(
+            "{} ({size} bytes) is {error}; read_file shows text only",
+            path.display()
+        ))
+    })?;
+    let text = decoded.text.as_str();
+    let window = Window::of(text, start, end)?;
+    let mut output = window.text.to_owned();
+    let total = if truncated {
+        format!("more than {}", window.total_lines)
+    } else {
+        window.total_lines.to_string()
+    };
+    let whole = window.first == 1 && window.last == window.total_lines && !truncated;
+    if !whole && window.total_lines > 0 {
+        if !output.ends_with('\n') {
+            output.push('\n');
+        }
+        let next = if window.last < window.total_lines {
+            format!("; call read_file with start_line={} to read on", window.last + 1)
+        } else if truncated {
+            format!(
+                "; the file is larger than {} MiB and the rest cannot be read: use search_files to find lines further down",
+                MAX_FILE_BYTES / (1024 * 1024)
+            )
+        } else {
+            String::new()
+        };
+        output.push_str(&format!(
+            "[notice: lines {}-{} of {total} of {} are shown{next}]",
+            window.first,
+            window.last,
+            path.display()
+        ));
+    }
+    if !decoded.encoding.is_plain_utf8() {
+        if !output.is_empty() && !output.ends_with('\n') {
+            output.push('\n');
+        }
+        output.push_str(&encoding_notice(&path.display(), &decoded, &file.bytes, truncated));
+    }
+    Ok(output)
 }
 
 /// What the model must know about a file that is not plain UTF-8: its encoding, that the text

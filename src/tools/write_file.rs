@@ -8,9 +8,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::line_endings::conform;
-use super::{Invocation, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec, TypedTool};
-use crate::repo::Written;
+use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::repo::text_encoding::{Input, NotText, TextEncoding, decode};
+use crate::repo::{WorkTree, Written};
 
 /// Most bytes `write_file`/`edit_file` will write in one file.
 pub const MAX_WRITE_BYTES: usize = 1024 * 1024;
@@ -29,7 +29,7 @@ pub(crate) struct WriteFileArgs {
 /// Writes `content` as the whole file `requested` in `encoding`, refusing oversized content and
 /// characters the encoding cannot hold; says what it did.
 pub(crate) fn write_checked(
-    ctx: &ToolContext<'_>,
+    tree: &WorkTree,
     requested: &str,
     content: &str,
     encoding: TextEncoding,
@@ -46,8 +46,7 @@ pub(crate) fn write_checked(
             bytes.len()
         )));
     }
-    let (path, written) = ctx
-        .tree
+    let (path, written) = tree
         .write(requested, &bytes)
         .map_err(|error| ToolError::model(error.to_string()))?;
     let encoded = if encoding.is_plain_utf8() {
@@ -81,34 +80,42 @@ impl TypedTool for WriteFile {
 
     async fn run(&self, call: Invocation<'_, WriteFileArgs>) -> Result<ToolOutput, ToolError> {
         let Invocation { ctx, args } = call;
-        let requested = args.path.as_str();
+        let requested = args.path;
         // A secret can only reach the model through a leak elsewhere; should one have, it still
         // never lands in a file of the clone (and so never in a pull request).
         let content = ctx.redactor.redact(&args.content);
-        // Refused paths are refused before the old content is looked at.
-        let target = ctx
+        let done = ctx
             .tree
-            .writable(requested)
-            .map_err(|error| ToolError::model(error.to_string()))?;
-        // An existing text file keeps its encoding and conventions; a new file, or one that is
-        // not text, becomes UTF-8.
-        let previous = ctx
-            .tree
-            .read_resolved(&target, MAX_WRITE_BYTES as u64)
-            .ok()
-            .map(|previous| {
-                (
-                    decode(&previous.bytes, Input::cut(previous.truncated)),
-                    previous.truncated,
-                )
-            });
-        let (content, encoding) = match previous {
-            Some((Ok(decoded), false)) => (conform(&decoded.text, &content), decoded.encoding),
-            Some((Ok(decoded), true)) => (content, decoded.encoding),
-            // Not valid in the encoding its byte-order mark names: the new content is.
-            Some((Err(NotText::BadBom(encoding)), _)) => (content, encoding),
-            Some((Err(NotText::Binary), _)) | None => (content, TextEncoding::UTF8),
-        };
-        Ok(ToolOutput::Text(write_checked(ctx, requested, &content, encoding)?))
+            .off_thread(ctx.cancel, move |tree, _| write_conformed(tree, &requested, content))
+            .await??;
+        Ok(ToolOutput::Text(done))
     }
+}
+
+/// Writes `content` as the whole file `requested`, in the encoding and conventions of the file
+/// it replaces; says what it did. Runs off the async threads, as every file tool does.
+fn write_conformed(tree: &WorkTree, requested: &str, content: String) -> Result<String, ToolError> {
+    // Refused paths are refused before the old content is looked at.
+    let target = tree
+        .writable(requested)
+        .map_err(|error| ToolError::model(error.to_string()))?;
+    // An existing text file keeps its encoding and conventions; a new file, or one that is
+    // not text, becomes UTF-8.
+    let previous = tree
+        .read_resolved(&target, MAX_WRITE_BYTES as u64)
+        .ok()
+        .map(|previous| {
+            (
+                decode(&previous.bytes, Input::cut(previous.truncated)),
+                previous.truncated,
+            )
+        });
+    let (content, encoding) = match previous {
+        Some((Ok(decoded), false)) => (conform(&decoded.text, &content), decoded.encoding),
+        Some((Ok(decoded), true)) => (content, decoded.encoding),
+        // Not valid in the encoding its byte-order mark names: the new content is.
+        Some((Err(NotText::BadBom(encoding)), _)) => (content, encoding),
+        Some((Err(NotText::Binary), _)) | None => (content, TextEncoding::UTF8),
+    };
+    write_checked(tree, requested, &content, encoding)
 }

@@ -26,7 +26,11 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
             if path.is_dir() {
                 pending.push(path);
             } else if path.extension().is_some_and(|ext| ext == "rs") {
-                found.push(path.strip_prefix(project_root()).expect("under the project").to_path_buf());
+                found.push(
+                    path.strip_prefix(project_root())
+                        .expect("under the project")
+                        .to_path_buf(),
+                );
             }
         }
     }
@@ -187,8 +191,14 @@ fn the_cycle_check_sees_a_cycle() {
     let broken = vec![
         (PathBuf::from("src/alpha.rs"), "use crate::beta::B;\n".to_owned()),
         (PathBuf::from("src/beta/mod.rs"), "use crate::alpha::A;\n".to_owned()),
-        (PathBuf::from("src/beta/x_tests.rs"), "use crate::gamma::C;\n".to_owned()),
-        (PathBuf::from("src/gamma.rs"), "#[cfg(test)]\nuse crate::alpha::A;\n".to_owned()),
+        (
+            PathBuf::from("src/beta/x_tests.rs"),
+            "use crate::gamma::C;\n".to_owned(),
+        ),
+        (
+            PathBuf::from("src/gamma.rs"),
+            "#[cfg(test)]\nuse crate::alpha::A;\n".to_owned(),
+        ),
     ];
     let found = cycles(&module_imports(&broken));
     assert_eq!(found, vec![vec!["alpha".to_owned(), "beta".to_owned()]]);
@@ -200,7 +210,10 @@ fn no_source_file_is_over_the_size_limit() {
     let mut over = Vec::new();
     for dir in ["src", "benches", "examples"] {
         for path in rust_files(&root.join(dir)) {
-            let lines = std::fs::read_to_string(root.join(&path)).expect("readable").lines().count();
+            let lines = std::fs::read_to_string(root.join(&path))
+                .expect("readable")
+                .lines()
+                .count();
             if lines > MAX_LINES {
                 over.push(format!("{} ({lines} lines)", path.display()));
             }
@@ -237,7 +250,10 @@ fn the_development_guide_names_every_module() {
     let root = project_root();
     let page = std::fs::read_to_string(root.join("docs/development.md")).expect("docs/development.md");
     let missing = undocumented(&rust_files(&root.join("src")), &documented_modules(&page));
-    assert!(missing.is_empty(), "modules docs/development.md does not name: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "modules docs/development.md does not name: {missing:?}"
+    );
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod git_proxy;
 mod git_transport;
 mod github;
 mod hostile_repos;
+mod large_repository;
 mod layout;
 mod local_clone;
 mod model_loop;
