@@ -157,7 +157,7 @@ async fn ask_reviewer(
         instructions: team.instructions.as_deref(),
         diff,
         continued: ctx.continued.map(|continued| continued.number),
-        window: team.window_for(provider.model()),
+        window: team.window_for(provider.model()).or_from_server(provider).await.tokens,
     });
     Ok(match level.run_agent(definition, message, ctx).await {
         Ok(AgentEnd::Answer(answer)) => read_verdict(&answer),

@@ -1,6 +1,7 @@
 //! Run-wide budgets: `--max-cost`, `--max-tokens` and `--timeout` stop a run with exit 4 before
 //! the call that would overspend, and say which budget ran out.
 
+use super::support::model_api::model_requests;
 use std::time::Duration;
 
 use serde_json::json;
@@ -166,7 +167,7 @@ async fn cost_with_cached_and_written_input_equals_the_hand_computed_figure() {
 
 /// What the server received, each body checked against the API description of its path.
 async fn received(server: &MockServer) -> Vec<wiremock::Request> {
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(server).await;
     super::support::conformance::assert_each_request_conforms(&requests);
     requests
 }

@@ -30,6 +30,7 @@ mod review;
 mod restricted_machines;
 mod sandbox;
 mod secrets;
+mod small_models;
 mod streaming;
 pub mod support;
 mod unsaved;
