@@ -195,7 +195,11 @@ impl Agent<'_> {
         let mut turn = 0;
         loop {
             if turn >= self.max_turns {
-                return Ok(AgentEnd::Limit(Limit::Turns(self.max_turns)));
+                return Ok(AgentEnd::Limit(Limit::Turns {
+                    max: self.max_turns,
+                    unusable: repeats.unusable(),
+                    replies: repeats.replies(),
+                }));
             }
             turn += 1;
             let call = Call {
@@ -349,7 +353,11 @@ impl Agent<'_> {
             let result = tokio::select! {
                 () = self.cancel.cancelled() => return Err(CycleError::Interrupted),
                 () = sleep_until(deadline) => {
-                    return Ok(Answer::Limit(spend.timeout_limit().unwrap_or(Limit::Turns(turn))));
+                    return Ok(Answer::Limit(spend.timeout_limit().unwrap_or(Limit::Turns {
+                        max: turn,
+                        unusable: 0,
+                        replies: 0,
+                    })));
                 }
                 result = self.provider.complete(request) => result,
             };

@@ -161,7 +161,7 @@ async fn ask_reviewer(
     });
     Ok(match level.run_agent(definition, message, ctx).await {
         Ok(AgentEnd::Answer(answer)) => read_verdict(&answer),
-        Ok(AgentEnd::Limit(Limit::Turns(turns))) => {
+        Ok(AgentEnd::Limit(Limit::Turns { max: turns, .. })) => {
             Err(format!("the reviewer used its {turns} turns without giving a verdict"))
         }
         Ok(AgentEnd::Limit(limit)) => Err(format!("the reviewer stopped: {limit}")),
