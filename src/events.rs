@@ -53,6 +53,8 @@ pub enum Event {
     Context {
         estimated_tokens: u64,
         window: u64,
+        /// Where the window came from: `operator`, `server`, `built_in` or `guess`.
+        window_from: crate::llm::window::WindowSource,
         masked_results: usize,
     },
     ModelResponse {

@@ -8,7 +8,10 @@
 //! with OpenAI's and with Anthropic's API, each once as upkeep runs (masking, cache hints) and
 //! once with full history (`--full-history`, a benchmark knob that turns masking off). Then a
 //! 60-turn variant with `--context-window 32768` against a server that refuses (and counts)
-//! any request over that window.
+//! any request over that window, and the same 60 turns on a small model's window (8,192 tokens,
+//! a model upkeep's tokenizer does not know, so its estimates are calibrated by the server's
+//! counts), which reports how much of each request a prompt cache could serve: the share of
+//! prompt tokens that are a prefix of an earlier request (cache reuse).
 //!
 //! Printed: input tokens sent, billed input-equivalent tokens (input at 1, cache reads at 0.1
 //! and writes at 1.25 with Anthropic; cached input at 0.25 with gpt-4.1), the largest request,
@@ -35,6 +38,10 @@ const SENT_GOAL: f64 = 0.50;
 const ANTHROPIC_BILLED_GOAL: f64 = 0.15;
 const OPENAI_BILLED_GOAL: f64 = 0.25;
 const SMALL_WINDOW: u64 = 32_768;
+/// A small local model's window, and the share of its prompt tokens that should be a reused
+/// prefix: cuts in large steps keep the prefix stable for several turns.
+const TINY_WINDOW: u64 = 8_192;
+const CACHE_REUSE_GOAL: f64 = 0.50;
 
 fn call(tool: &str, arguments: Value) -> Value {
     json!({"tool_name": tool, "arguments": arguments})
@@ -171,6 +178,11 @@ impl Measured {
     fn sent(&self) -> u64 {
         self.billed.iter().map(|b| b.total).sum()
     }
+    /// The share of prompt tokens that were a prefix of an earlier request.
+    fn cache_reuse(&self) -> f64 {
+        let cached: u64 = self.billed.iter().map(|b| b.cached).sum();
+        cached as f64 / self.sent().max(1) as f64
+    }
     fn largest(&self) -> u64 {
         self.billed.iter().map(|b| b.total).max().unwrap_or(0)
     }
@@ -187,6 +199,18 @@ impl Measured {
 }
 
 async fn run(api: Api, repository: &Path, script: Vec<String>, extra: &[&str], window: Option<u64>) -> Measured {
+    run_model(api, None, repository, script, extra, window).await
+}
+
+/// [`run`] with another model name than the API's own flagship (`model_name`).
+async fn run_model(
+    api: Api,
+    model_name: Option<&str>,
+    repository: &Path,
+    script: Vec<String>,
+    extra: &[&str],
+    window: Option<u64>,
+) -> Measured {
     let server = MockServer::start().await;
     let model = Arc::new(SimModel::new(api, script, window));
     Mock::given(method("POST"))
@@ -195,10 +219,11 @@ async fn run(api: Api, repository: &Path, script: Vec<String>, extra: &[&str], w
         .await;
     // The simulated server plays each vendor's own API and model: without `--model`, a compatible
     // server would get an unknown model's small window.
-    let (provider, base, model_name) = match api {
+    let (provider, base, flagship) = match api {
         Api::OpenAi => ("openai", format!("{}/v1", server.uri()), "gpt-4.1"),
         Api::Anthropic => ("anthropic", server.uri(), "claude-sonnet-4-5"),
     };
+    let model_name = model_name.unwrap_or(flagship);
     let mut command = Command::new(env!("CARGO_BIN_EXE_upkeep"));
     command
         .env_clear()
@@ -356,6 +381,33 @@ fn main() {
             verdict(long.over_window == 0 && long.largest() <= SMALL_WINDOW && long.billed.len() >= 60),
             long.over_window,
             long.largest()
+        ));
+        let tiny_window = TINY_WINDOW.to_string();
+        let tiny = run_model(
+            Api::OpenAi,
+            Some("qwen2.5-coder-7b-instruct"),
+            &repository,
+            sixty_turns(),
+            &["--context-window", &tiny_window],
+            Some(TINY_WINDOW),
+        )
+        .await;
+        println!(
+            "\n60 turns, --context-window {TINY_WINDOW}, a model of unknown tokenizer (OpenAI-compatible): {} requests answered, {} refused as over the window, largest {} tokens; {} of {} prompt tokens were a reused prefix ({}); failed tool calls: {}",
+            tiny.billed.len(),
+            tiny.over_window,
+            tiny.largest(),
+            tiny.billed.iter().map(|b| b.cached).sum::<u64>(),
+            tiny.sent(),
+            percent(tiny.cache_reuse(), 1.0),
+            tiny.failed_calls
+        );
+        lines.push(format!(
+            "{}: 60 turns with --context-window {TINY_WINDOW}: cache reuse {} of prompt tokens, {} over the window (goal: >= {:.0}%, none over)",
+            verdict(tiny.cache_reuse() >= CACHE_REUSE_GOAL && tiny.over_window == 0 && tiny.billed.len() >= 60),
+            percent(tiny.cache_reuse(), 1.0),
+            tiny.over_window,
+            CACHE_REUSE_GOAL * 100.0
         ));
         println!();
         for line in lines {

@@ -13,7 +13,13 @@ use crate::llm::{Usage, pricing};
 /// Which budget ran out.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Limit {
-    Turns(u32),
+    /// The agent's turns (`--max-turns`, or a sub-agent's own limit) are used up; `unusable` of
+    /// its `replies` could not be used at all.
+    Turns {
+        max: u32,
+        unusable: u32,
+        replies: u32,
+    },
     /// The cycle's model calls (`--max-turns`), every agent's together, are used up.
     CycleCalls(u32),
     Tokens {
@@ -45,7 +51,13 @@ pub enum Limit {
 impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Limit::Turns(n) => write!(f, "--max-turns {n} reached before the model finished the cycle"),
+            Limit::Turns { max, unusable, replies } => {
+                write!(f, "--max-turns {max} reached before the model finished the cycle")?;
+                if *unusable > 0 {
+                    write!(f, "; {unusable} of its {replies} replies could not be used")?;
+                }
+                Ok(())
+            }
             Limit::CycleCalls(n) => write!(
                 f,
                 "--max-turns {n} reached: the cycle made {n} model calls, sub-agents' and the reviewer's included"
@@ -81,15 +93,35 @@ impl std::fmt::Display for Limit {
                     f,
                     "stuck: the model made the same failing {tool} call {times} times in a row; {unusable} of its {replies} replies in this cycle could not be used"
                 )?;
-                if unusable.saturating_mul(2) > *replies {
-                    write!(
-                        f,
-                        "; most replies were unusable: a stronger model is likely to do better"
-                    )
+                if mostly_unusable(*unusable, *replies) {
+                    write!(f, "; {MOSTLY_UNUSABLE}")
                 } else {
                     write!(f, "; a stronger model, or a task said more precisely, may do better")
                 }
             }
+        }
+    }
+}
+
+/// What is said when most of a cycle's replies could not be used: the model, not the budget,
+/// is what held the cycle back.
+const MOSTLY_UNUSABLE: &str = "most replies were unusable: a stronger model is likely to do better";
+
+fn mostly_unusable(unusable: u32, replies: u32) -> bool {
+    unusable.saturating_mul(2) > replies
+}
+
+impl Limit {
+    /// What the operator can do about this limit, for the line after "stopped: ...".
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Limit::Turns { unusable, replies, .. } if mostly_unusable(*unusable, *replies) => Some(format!(
+                "{unusable} of the {replies} replies could not be used: {MOSTLY_UNUSABLE} than more turns"
+            )),
+            Limit::Turns { .. } => {
+                Some("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns".to_owned())
+            }
+            _ => None,
         }
     }
 }

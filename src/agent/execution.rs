@@ -13,8 +13,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use crate::agent::budget::{Budget, Limit};
-use crate::config::Price;
 use crate::llm::Usage;
+use crate::settings::Price;
 
 /// The name of the main agent in paths.
 pub const ROOT: &str = crate::llm::ROOT_AGENT;

@@ -18,14 +18,25 @@
 //!   results the step is taken regardless. Between two steps the history is only appended to,
 //!   so each request starts with the previous request byte for byte and the provider's cache
 //!   serves it.
-//! - **Fitting the window.** Before each call the request is estimated (see
-//!   [`crate::llm::tokens`]) and, while it does not fit the context window with room for the
-//!   reply, squeezed harder, one level at a time: mask every result older than the last
-//!   [`KEEP_WHOLE_TURNS`] turns now; then every result but the last turn's; then elide large
-//!   arguments (a whole file written) from the model's older replies; then leave out the oldest
-//!   turns, saying so in the first message; then cut the last results down to what fits. Each
-//!   level, once taken, stays for the rest of the cycle, so the prefix is stable again
-//!   afterwards. If even that does not fit, the cycle ends with a limit ([`NoFit`]).
+//! - **Fitting the window, in large steps.** Before each call the request is estimated (see
+//!   [`crate::llm::tokens`]). When it does not fit the context window with room for the reply,
+//!   it is squeezed in one large step, level by level, until the conversation takes at most
+//!   half of the room it has (the room less the system prompt and the task): mask every result
+//!   older than the last [`KEEP_WHOLE_TURNS`] turns; then every result but the last turn's;
+//!   then elide large arguments (a whole file written) from the model's older replies; then
+//!   leave out the oldest turns, with a note at the cut (in the first message after it, never
+//!   in the task); and only when the request still does not fit, cut the last results down to
+//!   what fits. Each level, once taken, stays for the rest of the cycle, and the half left free
+//!   is filled by the following turns, so a small window is cut every several turns rather
+//!   than every turn, and between two cuts each request extends the one before it byte for
+//!   byte (a prompt cache serves it). If even the last level does not fit, the cycle ends with
+//!   a limit ([`NoFit`]).
+//! - **Estimates calibrated by the server.** A request's estimate is multiplied by the ratio
+//!   of the server's own count to the estimate, learned from the prompt tokens a response
+//!   reports (or, before the first request, from the server's tokenizer: see
+//!   [`History::calibrate_text`]), bounded to [`MIN_CALIBRATION`]..[`MAX_CALIBRATION`]. The
+//!   conservative estimate is two to three times a small model's real count, so without this a
+//!   4,096-token window refused requests its server would have taken.
 //! - **A provider that disagrees.** When the API answers that the request is too long after
 //!   all (our estimate was low for its tokenizer), [`History::tighten`] scales every later
 //!   estimate up by what the error implies, and the agent asks once more with the smaller
@@ -52,6 +63,22 @@ pub const MASK_STEP_TOKENS: u64 = 8_192;
 pub const MAX_CARRIED_TOKENS: u64 = 32_768;
 /// Tokens of chat framing per message (role markers, separators), added to every estimate.
 const TOKENS_PER_MESSAGE: u64 = 4;
+/// Bounds of the server-count calibration: no report makes a request look under a quarter, or
+/// over twice, of its estimate.
+pub const MIN_CALIBRATION: f64 = 0.25;
+pub const MAX_CALIBRATION: f64 = 2.0;
+/// Headroom on a calibrated estimate: the ratio of one request is not exactly the next one's
+/// (code and prose tokenise differently).
+const CALIBRATION_MARGIN: f64 = 1.1;
+
+/// How far a squeeze may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SqueezeGoal {
+    /// Free room for the turns to come: every level but cutting the last results.
+    Headroom,
+    /// Make the request fit at all: every level.
+    Fit,
+}
 
 /// Why a request cannot be made to fit the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,13 +143,18 @@ pub struct History {
     /// System prompt and reply schema: sent with every request.
     fixed_tokens: u64,
     first: Counted,
-    first_with_note: Option<Counted>,
+    /// The note at the cut, for the current `dropped_before`.
+    cut_note: Option<(usize, Counted)>,
     turns: Vec<Turn>,
     masked_before: usize,
     elided_before: usize,
     dropped_before: usize,
-    /// Every estimate is multiplied by this; raised by a context-length error.
+    /// The server's count over upkeep's, the highest seen; `None` until the server counted.
+    calibration: Option<f64>,
+    /// Every estimate is multiplied by this too; raised by a context-length error.
     safety: f64,
+    /// The last request's estimate before scaling, for [`History::calibrate`].
+    last_unscaled: u64,
 }
 
 impl History {
@@ -134,12 +166,14 @@ impl History {
             window,
             masking,
             fixed_tokens,
-            first_with_note: None,
+            cut_note: None,
             turns: Vec::new(),
             masked_before: 0,
             elided_before: 0,
             dropped_before: 0,
+            calibration: None,
             safety: 1.0,
+            last_unscaled: 0,
         }
     }
 
@@ -184,6 +218,32 @@ impl History {
         }
     }
 
+    /// After the server reported `real` prompt tokens for the last request: scale later
+    /// estimates by its count. A lower ratio than one seen before is not believed (a server that
+    /// reports only the tokens its cache missed would make requests look smaller than they are).
+    pub fn calibrate(&mut self, real: u64) {
+        self.calibrate_ratio(real, self.last_unscaled);
+    }
+
+    /// After the server's tokenizer counted `real` tokens in `text`: as [`Self::calibrate`].
+    pub fn calibrate_text(&mut self, real: u64, text: &str) {
+        self.calibrate_ratio(real, self.counter.count(text));
+    }
+
+    fn calibrate_ratio(&mut self, real: u64, estimated: u64) {
+        if real == 0 || estimated == 0 {
+            return;
+        }
+        let ratio = (real as f64 / estimated as f64 * CALIBRATION_MARGIN).clamp(MIN_CALIBRATION, MAX_CALIBRATION);
+        let calibration = self.calibration.map_or(ratio, |seen| seen.max(ratio));
+        self.calibration = Some(calibration);
+    }
+
+    /// Every estimate's multiplier: the calibration, and what context-length errors taught.
+    fn scale(&self) -> f64 {
+        self.calibration.unwrap_or(1.0) * self.safety
+    }
+
     /// After the server said how large it counted a request of `estimated` tokens and how large
     /// its window is: fit into the server's window (when smaller than the one assumed), and scale
     /// later estimates by the server's own count, so the next request is sized by the server's
@@ -197,7 +257,7 @@ impl History {
         } else {
             server.requested as f64 / estimated as f64
         };
-        self.safety = self.safety.max(ratio * 1.05);
+        self.safety *= (ratio * 1.05).max(1.0);
     }
 
     /// After the provider said a request of `estimated` tokens did not fit: scale later
@@ -213,8 +273,16 @@ impl History {
         self.window.saturating_sub(window::reply_reserve(self.window))
     }
 
-    fn fits(&self, estimate: u64) -> bool {
-        (estimate as f64 * self.safety).ceil() <= self.room() as f64
+    fn scaled(&self, estimate: u64) -> u64 {
+        (estimate as f64 * self.scale()).ceil() as u64
+    }
+
+    /// The most a request may take after a squeeze: the prompt and task, and half of the room
+    /// left for the conversation, so that the following turns fill the other half before the
+    /// next squeeze.
+    fn headroom_mark(&mut self) -> u64 {
+        let base = self.scaled(self.fixed_tokens + self.first.tokens);
+        base + self.room().saturating_sub(base) / 2
     }
 
     /// The next request: applies the masking step rule, then squeezes until it fits.
@@ -228,22 +296,29 @@ impl History {
                 self.masked_before = keep_from;
             }
         }
-        loop {
-            let estimate = self.estimate();
-            if self.fits(estimate) {
-                return Ok(self.render(estimate));
-            }
-            if !self.squeeze() {
+        let mut estimate = self.estimate();
+        if self.scaled(estimate) <= self.room() {
+            return Ok(self.render(estimate));
+        }
+        // Over the window: one large step, so that the next turns only append.
+        let mark = self.headroom_mark();
+        while self.scaled(estimate) > mark && self.squeeze(SqueezeGoal::Headroom) {
+            estimate = self.estimate();
+        }
+        while self.scaled(estimate) > self.room() {
+            if !self.squeeze(SqueezeGoal::Fit) {
                 return Err(NoFit {
                     window: self.window,
-                    needed: (estimate as f64 * self.safety).ceil() as u64 + window::reply_reserve(self.window),
+                    needed: self.scaled(estimate) + window::reply_reserve(self.window),
                 });
             }
+            estimate = self.estimate();
         }
+        Ok(self.render(estimate))
     }
 
-    /// Takes the next level of squeezing; `false` when none is left.
-    fn squeeze(&mut self) -> bool {
+    /// Takes the next level of squeezing towards `goal`; `false` when none is left.
+    fn squeeze(&mut self, goal: SqueezeGoal) -> bool {
         let len = self.turns.len();
         let keep_from = len.saturating_sub(KEEP_WHOLE_TURNS);
         let last = len.saturating_sub(1);
@@ -257,7 +332,7 @@ impl History {
             self.dropped_before += 1;
             self.masked_before = self.masked_before.max(self.dropped_before);
         } else {
-            return self.cut_last_results();
+            return goal == SqueezeGoal::Fit && self.cut_last_results();
         }
         true
     }
@@ -291,22 +366,30 @@ impl History {
     }
 
     fn estimate(&mut self) -> u64 {
-        let mut total = self.fixed_tokens + self.first_message().tokens;
+        let mut total = self.fixed_tokens + self.first.tokens;
+        total += self.cut_note().map_or(0, |note| note.tokens);
         for index in self.dropped_before..self.turns.len() {
             total += self.reply(index).tokens;
             total += self.followup_tokens(index, index < self.masked_before);
         }
+        self.last_unscaled = total;
         total
     }
 
     fn render(&mut self, estimated_tokens: u64) -> Prepared {
-        let mut messages = vec![Message::user(self.first_message().text.clone())];
+        let mut messages = vec![Message::user(self.first.text.clone())];
         let mut masked_results = 0;
         let mut mask_boundary = None;
+        let mut cut_note = self.cut_note().map(|note| note.text.clone());
         for index in self.dropped_before..self.turns.len() {
             messages.push(Message::assistant(self.reply(index).text.clone()));
             let masked = index < self.masked_before;
-            if let Some(text) = self.followup_text(index, masked) {
+            if let Some(mut text) = self.followup_text(index, masked) {
+                // The note goes where the left-out turns were: with the first message after
+                // the cut (a user message, so turns still alternate).
+                if let Some(note) = cut_note.take() {
+                    text = with_note(&text, note);
+                }
                 if masked && self.followup_tokens(index, false) > self.followup_tokens(index, true) {
                     masked_results += self.turns[index].result_count();
                     mask_boundary = Some(messages.len());
@@ -322,22 +405,25 @@ impl History {
         breakpoints.dedup();
         Prepared {
             messages,
-            estimated_tokens: (estimated_tokens as f64 * self.safety).ceil() as u64,
+            estimated_tokens: self.scaled(estimated_tokens),
             masked_results,
             breakpoints,
         }
     }
 
-    fn first_message(&mut self) -> &Counted {
-        if self.dropped_before == 0 {
-            return &self.first;
+    /// The note said at the cut, when turns were left out.
+    fn cut_note(&mut self) -> Option<&Counted> {
+        let dropped = self.dropped_before;
+        if dropped == 0 {
+            return None;
         }
-        let note = format!(
-            "{}\n\n[Turns 1 to {} of this cycle were left out to fit the model's context window. Your later replies below say what was done; read files again where you need their content.]",
-            self.first.text, self.dropped_before
-        );
-        let counted = Counted::new(&self.counter, note);
-        self.first_with_note.insert(counted)
+        if self.cut_note.as_ref().is_none_or(|(at, _)| *at != dropped) {
+            let note = format!(
+                "[Turns 1 to {dropped} of this cycle were left out here to fit the model's context window. Your replies from here on say what was done; read files again where you need their content.]"
+            );
+            self.cut_note = Some((dropped, Counted::new(&self.counter, note)));
+        }
+        self.cut_note.as_ref().map(|(_, note)| note)
     }
 
     fn reply(&mut self, index: usize) -> &Counted {
@@ -398,7 +484,7 @@ impl History {
         };
         let own = self.followup_tokens(last, false);
         let others = self.estimate().saturating_sub(own);
-        let room = (self.room() as f64 / self.safety) as u64;
+        let room = (self.room() as f64 / self.scale()) as u64;
         let allowed = room.saturating_sub(others);
         let counter = self.counter;
         let Some(Followup::Results {
@@ -418,6 +504,18 @@ impl History {
         let text = render_results(results, |result| cut_output(&result.output, per_result));
         *cut = Some(Counted::new(&counter, text));
         true
+    }
+}
+
+/// `message` with `note` added: as a `note` field when the message is a JSON object (tool
+/// results, a parse error), so that it stays one; else as a line before it.
+fn with_note(message: &str, note: String) -> String {
+    match serde_json::from_str::<Value>(message) {
+        Ok(Value::Object(mut fields)) => {
+            fields.insert("note".to_owned(), Value::String(note));
+            Value::Object(fields).to_string()
+        }
+        _ => format!("{note}\n\n{message}"),
     }
 }
 

@@ -206,3 +206,112 @@ fn old_replies_lose_long_arguments_only_under_pressure() {
         "[5000 bytes elided to fit the context window]"
     );
 }
+
+/// Once at the window, each request dropped one more old turn and rewrote the "left out" note
+/// in the first message, so every request of a long cycle on a small window began differently
+/// and no prompt cache could serve it. Cuts are now large (down to half the conversation's
+/// room) and rare, and between two cuts each request extends the one before byte for byte.
+#[test]
+fn on_a_small_window_the_prefix_stays_the_same_for_many_requests_between_cuts() {
+    let window = 8_192;
+    let mut history = history(window);
+    let first_message = "first message: the task";
+    let mut previous: Option<Vec<Message>> = None;
+    let (mut cuts, mut extended) = (0, 0);
+    for turn in 0..60 {
+        read_turn(&mut history, &format!("src/file{turn}.rs"), 1_500);
+        let prepared = history.prepare().expect("fits by cutting");
+        assert!(prepared.estimated_tokens <= window - window::reply_reserve(window));
+        // The task is never rewritten: the note about left-out turns is not in it.
+        assert_eq!(prepared.messages[0].content, first_message, "turn {turn}");
+        if let Some(previous) = &previous {
+            if prepared.messages.starts_with(previous) {
+                extended += 1;
+            } else {
+                cuts += 1;
+            }
+        }
+        previous = Some(prepared.messages);
+    }
+    assert!(cuts >= 2, "the window was reached: {cuts} cuts");
+    assert!(
+        extended >= 4 * cuts,
+        "{extended} requests extended the previous one, {cuts} did not"
+    );
+}
+
+#[test]
+fn the_note_about_left_out_turns_is_at_the_cut() {
+    let mut history = history(8_192);
+    let mut prepared = None;
+    for turn in 0..120 {
+        read_turn(&mut history, &format!("src/file{turn}.rs"), 1_500);
+        prepared = Some(history.prepare().expect("fits"));
+    }
+    let prepared = prepared.expect("prepared");
+    let notes: Vec<usize> = (0..prepared.messages.len())
+        .filter(|&index| prepared.messages[index].content.contains("were left out"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", prepared.messages);
+    // Right after the first kept reply: where the left-out turns were.
+    assert_eq!(notes[0], 2);
+    assert_eq!(prepared.messages[1].role, crate::llm::Role::Assistant);
+    assert_eq!(prepared.messages[2].role, crate::llm::Role::User);
+    // Still the JSON object it was, with the note as a field.
+    let results: Value = serde_json::from_str(&prepared.messages[2].content).expect("JSON");
+    assert!(
+        results["note"]
+            .as_str()
+            .is_some_and(|note| note.starts_with("[Turns 1 to "))
+    );
+    assert!(results["tool_results"].is_array());
+}
+
+/// The conservative estimate is 2-2.7 times a small model's real count: a request the server
+/// would take was refused as too large. A count the server reports (or its tokenizer gives)
+/// now scales later estimates, within bounds.
+#[test]
+fn the_servers_own_count_scales_later_estimates_within_bounds() {
+    let turns = |history: &mut History| {
+        for turn in 0..3 {
+            read_turn(history, &format!("src/file{turn}.rs"), 3_000);
+        }
+    };
+    let mut calibrated = history(16_384);
+    turns(&mut calibrated);
+    let before = calibrated.prepare().expect("fits").estimated_tokens;
+    // The server counted 40% of the estimate.
+    calibrated.calibrate((before as f64 * 0.4) as u64);
+    let after = calibrated.prepare().expect("fits").estimated_tokens;
+    assert!(after * 2 < before, "{before} then {after}");
+    // A lower count later (a server that counts only what its cache missed) is not believed.
+    calibrated.calibrate(1);
+    assert_eq!(calibrated.prepare().expect("fits").estimated_tokens, after);
+    // An absurd first report cannot make every request look free, nor huge.
+    let mut absurd = history(16_384);
+    turns(&mut absurd);
+    absurd.calibrate(1);
+    assert!(absurd.prepare().expect("fits").estimated_tokens * 4 >= before);
+    let mut huge = history(16_384);
+    turns(&mut huge);
+    huge.calibrate(u64::MAX);
+    assert!(huge.prepare().expect("fits").estimated_tokens <= before * 2 + 1);
+}
+
+#[test]
+fn a_tokenizer_count_of_the_first_request_lets_it_fit_a_small_window() {
+    let first = "fn f() -> u64 { 1 }\n".repeat(600);
+    let mut history = History::new(
+        TokenCounter::Conservative,
+        4_096,
+        true,
+        "system prompt",
+        &json!({}),
+        first.clone(),
+    );
+    assert!(history.prepare().is_err(), "the conservative estimate does not fit");
+    // The server's tokenizer counts about a third of the conservative estimate.
+    let estimated = TokenCounter::Conservative.count(&first);
+    history.calibrate_text(estimated / 3, &first);
+    assert!(history.prepare().is_ok());
+}

@@ -37,6 +37,10 @@ pub mod usage;
 
 use budget::{Budget, Limit};
 use history::History;
+/// Windows up to this size get the first request measured by the server's tokenizer, where
+/// it has one: there the conservative estimate alone can refuse a request that fits.
+const SMALL_WINDOW: u64 = crate::llm::window::UNKNOWN_MODEL_WINDOW;
+
 use protocol::{EXPECTED_SHAPE, ModelReply, ReplyError, UNUSABLE_REPLY_PLACEHOLDER, parse_reply};
 
 /// How a cycle ended.
@@ -77,8 +81,9 @@ pub struct Agent<'a> {
     pub cancel: &'a CancellationToken,
     pub max_turns: u32,
     pub cycle: u32,
-    /// The context window every request is fitted into.
-    pub context_window: u64,
+    /// The context window every request is fitted into, before the provider's server is asked
+    /// (it may say another, see [`crate::llm::window::ContextWindow::or_from_server`]).
+    pub context_window: crate::llm::window::ContextWindow,
     /// `false` only for the `--full-history` benchmark knob.
     pub masking: bool,
     /// The cycle's sub-agents, reviewer and checks; `None` runs without them.
@@ -98,7 +103,7 @@ pub trait Delegation: Sync {
     ) -> Box<dyn crate::tools::delegate::SubAgents + 's>;
 
     /// The price of `model` where the cycle's prices name it.
-    fn price_of(&self, model: &str) -> Option<crate::config::Price>;
+    fn price_of(&self, model: &str) -> Option<crate::settings::Price>;
 }
 
 /// The turn being worked: who works it and what it spends.
@@ -169,14 +174,27 @@ impl Agent<'_> {
         let redactor = self.events.redactor();
         let system = redactor.redact(system);
         let counter = TokenCounter::for_model(self.provider.name(), self.provider.model()).await;
+        let window = self.context_window.or_from_server(self.provider).await;
+        let first_message = redactor.redact(&first_message);
+        // On a small window the first request may only fit by the server's own count: ask its
+        // tokenizer, where it has one, rather than refuse a request it would take.
+        let first_count = if window.tokens <= SMALL_WINDOW {
+            let text = format!("{system}\n{first_message}");
+            self.provider.count_tokens(&text).await.map(|real| (real, text))
+        } else {
+            None
+        };
         let mut history = History::new(
             counter,
-            self.context_window,
+            window.tokens,
             self.masking,
             &system,
             reply_schema,
-            redactor.redact(&first_message),
+            first_message,
         );
+        if let Some((real, text)) = first_count {
+            history.calibrate_text(real, &text);
+        }
         // One key per cycle and agent: its requests share their prefix, so they share a cache.
         let cache_key = match exec.depth() {
             0 => format!("upkeep-{}-{}", self.events.run_id(), self.cycle),
@@ -186,7 +204,11 @@ impl Agent<'_> {
         let mut turn = 0;
         loop {
             if turn >= self.max_turns {
-                return Ok(AgentEnd::Limit(Limit::Turns(self.max_turns)));
+                return Ok(AgentEnd::Limit(Limit::Turns {
+                    max: self.max_turns,
+                    unusable: repeats.unusable(),
+                    replies: repeats.replies(),
+                }));
             }
             turn += 1;
             let call = Call {
@@ -195,7 +217,10 @@ impl Agent<'_> {
                 turn,
                 counter,
             };
-            let (completion, parsed) = match self.ask(&call, &system, reply_schema, &cache_key, &mut history).await? {
+            let (completion, parsed) = match self
+                .ask(&call, &system, reply_schema, &cache_key, &mut history, window.from)
+                .await?
+            {
                 Answer::Reply(completion, parsed) => (completion, parsed),
                 Answer::Limit(limit) => return Ok(AgentEnd::Limit(limit)),
             };
@@ -268,7 +293,7 @@ impl Agent<'_> {
     }
 
     /// The price of this agent's model: its own where the cycle's prices name it.
-    fn price(&self, spend: &Spend<'_>) -> Option<crate::config::Price> {
+    fn price(&self, spend: &Spend<'_>) -> Option<crate::settings::Price> {
         match self.team {
             Some(team) => team.price_of(self.provider.model()),
             None => spend.default_price(),
@@ -284,6 +309,7 @@ impl Agent<'_> {
         reply_schema: &Value,
         cache_key: &str,
         history: &mut History,
+        window_from: crate::llm::window::WindowSource,
     ) -> Result<Answer, CycleError> {
         let Call { spend, turn, .. } = *call;
         let price = self.price(spend);
@@ -309,6 +335,7 @@ impl Agent<'_> {
                 Event::Context {
                     estimated_tokens: prepared.estimated_tokens,
                     window: history.window(),
+                    window_from,
                     masked_results: prepared.masked_results,
                 },
             );
@@ -335,7 +362,11 @@ impl Agent<'_> {
             let result = tokio::select! {
                 () = self.cancel.cancelled() => return Err(CycleError::Stopped(crate::repo::StopReason::Interrupted)),
                 () = sleep_until(deadline) => {
-                    return Ok(Answer::Limit(spend.timeout_limit().unwrap_or(Limit::Turns(turn))));
+                    return Ok(Answer::Limit(spend.timeout_limit().unwrap_or(Limit::Turns {
+                        max: turn,
+                        unusable: 0,
+                        replies: 0,
+                    })));
                 }
                 result = self.provider.complete(request) => result,
             };
@@ -379,6 +410,9 @@ impl Agent<'_> {
                 self.provider.name(),
                 || spend.note_estimated(),
             );
+            if !settled.estimated {
+                history.calibrate(settled.usage.input_tokens);
+            }
             let cost = spend.record(settled.usage, price);
             let parsed = parse_reply(&completion.content);
             // A reply cut off or refused is not used, so nothing was repaired in it.

@@ -28,6 +28,15 @@ pub(super) struct Repeats {
 }
 
 impl Repeats {
+    /// Replies that could not be used, so far.
+    pub(super) fn unusable(&self) -> u32 {
+        self.unusable
+    }
+
+    /// Replies so far.
+    pub(super) fn replies(&self) -> u32 {
+        self.replies
+    }
     /// A reply that could not be used (not the reply's shape, or cut off).
     pub(super) fn unusable_reply(&mut self) {
         self.unusable += 1;

@@ -397,15 +397,13 @@ fn model_name(args: &RunArgs, kind: ProviderKind) -> &str {
 }
 
 /// The model's context window: `--context-window` (flag or environment) beats the operator's
-/// `[models."name"]`; `None` leaves it to the built-in table.
+/// `[models."name"]`; `None` leaves it to the server, the built-in table or the guess
+/// (`llm::window::window_for`).
 fn context_window(args: &RunArgs, operator: &FileConfig, kind: ProviderKind) -> Option<u64> {
     let model_name = model_name(args, kind);
-    let unnamed_compatible_server =
-        kind == ProviderKind::Openai && args.options.base_url.is_some() && args.options.model.is_none();
     args.options
         .context_window
         .or_else(|| operator.models.get(model_name).and_then(|model| model.context_window))
-        .or(unnamed_compatible_server.then_some(crate::llm::window::UNKNOWN_MODEL_WINDOW))
 }
 
 /// `--structured-output`, else the operator's `[models."name"] structured_output`, else auto.

@@ -22,6 +22,7 @@ pub mod replay;
 pub mod reply_form;
 pub mod retry;
 pub mod schema;
+pub mod server_facts;
 mod stream;
 pub mod tokens;
 pub mod window;
@@ -277,6 +278,17 @@ pub trait Provider: Send + Sync {
     fn model(&self) -> &str;
     /// Ask the model for one reply.
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError>;
+    /// The context window the server says it runs the model with, where it says one (see
+    /// [`server_facts`]). Asked of the server at most once per run; `None` for APIs that
+    /// publish none or are never asked (OpenAI's own, Anthropic, Gemini).
+    async fn server_window(&self) -> Option<server_facts::ServerWindow> {
+        None
+    }
+    /// Tokens the server's own tokenizer counts in `text`, where it offers one; `None`
+    /// otherwise, and on any failure.
+    async fn count_tokens(&self, _text: &str) -> Option<u64> {
+        None
+    }
 }
 
 /// Builds the provider a run asks for, wrapped in retries (replay is never retried: a script

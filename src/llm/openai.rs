@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use super::http::{Endpoint, secret_header};
 use super::reply_form::{self, ReplyForm, StructuredOutput};
 use super::schema;
+use super::server_facts::{self, ServerFacts, ServerWindow};
 use super::stream::{self, Accumulator, Framing, Step};
 use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::settings::{ConfigError, ProviderSettings};
@@ -47,16 +48,22 @@ pub struct OpenAi {
     /// OpenAI's own API takes the reply cap as `max_completion_tokens` (its `max_tokens` is
     /// deprecated and refused by reasoning models); compatible servers know `max_tokens`.
     cap_field: &'static str,
+    /// A compatible server's base URL (`…/v1`), whose self-description is worth asking for;
+    /// `None` for OpenAI's own API, which publishes no window.
+    compatible_base: Option<String>,
+    /// Whether `--model` named the model (without it, `--base-url`'s warning already said
+    /// which window is assumed).
+    named_model: bool,
+    /// What the server said about itself, asked once.
+    facts: tokio::sync::OnceCell<ServerFacts>,
 }
 
 impl OpenAi {
     pub fn new(settings: &ProviderSettings) -> Result<Self, ConfigError> {
-        let url = format!("{}/chat/completions", base_url(settings, DEFAULT_BASE_URL));
-        let cap_field = if url.starts_with(DEFAULT_BASE_URL) {
-            "max_completion_tokens"
-        } else {
-            "max_tokens"
-        };
+        let base = base_url(settings, DEFAULT_BASE_URL);
+        let url = format!("{base}/chat/completions");
+        let own_api = url.starts_with(DEFAULT_BASE_URL);
+        let cap_field = if own_api { "max_completion_tokens" } else { "max_tokens" };
         Ok(Self {
             endpoint: Endpoint::new(NAME, url, settings.api_key.clone(), settings.request_timeout)?,
             model: model(settings, DEFAULT_MODEL),
@@ -64,7 +71,39 @@ impl OpenAi {
             options: AtomicBool::new(true),
             max_reply_tokens: settings.max_reply_tokens,
             cap_field,
+            compatible_base: (!own_api).then_some(base),
+            named_model: settings.model.as_deref().is_some_and(|model| !model.trim().is_empty()),
+            facts: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// What the compatible server says about itself: asked on first use, kept for the run.
+    async fn facts(&self) -> Option<&ServerFacts> {
+        let base = self.compatible_base.as_deref()?;
+        Some(
+            self.facts
+                .get_or_init(|| async {
+                    let facts = server_facts::ask(base, &self.model, self.endpoint.api_key.as_ref()).await;
+                    let shown = super::http::shown_url(base);
+                    match facts.window {
+                        Some(window) => tracing::info!(
+                            "{NAME}: the server at {shown} says its context window is {} tokens ({})",
+                            window.tokens,
+                            window.field.describe()
+                        ),
+                        None if self.named_model && super::window::built_in_window(&self.model).is_none() => {
+                            tracing::warn!(
+                                "{NAME}: the server at {shown} does not say its context window and upkeep does not know {}'s: upkeep assumes {} tokens; set --context-window to the server's",
+                                self.model,
+                                super::window::UNKNOWN_MODEL_WINDOW
+                            );
+                        }
+                        None => {}
+                    }
+                    facts
+                })
+                .await,
+        )
     }
 
     fn body(&self, request: &CompletionRequest<'_>, form: ReplyForm) -> Value {
@@ -158,6 +197,15 @@ impl Provider for OpenAi {
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    async fn server_window(&self) -> Option<ServerWindow> {
+        self.facts().await?.window
+    }
+
+    async fn count_tokens(&self, text: &str) -> Option<u64> {
+        let url = self.facts().await?.tokenize_url.as_deref()?;
+        server_facts::count_tokens(url, text, self.endpoint.api_key.as_ref()).await
     }
 
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {

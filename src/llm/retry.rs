@@ -69,6 +69,14 @@ impl Provider for Retrying {
         self.inner.model()
     }
 
+    async fn server_window(&self) -> Option<super::server_facts::ServerWindow> {
+        self.inner.server_window().await
+    }
+
+    async fn count_tokens(&self, text: &str) -> Option<u64> {
+        self.inner.count_tokens(text).await
+    }
+
     async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
         let max_attempts = self.policy.max_attempts.max(1);
         let mut attempt = 1;

@@ -1,10 +1,11 @@
 //! The context window of a model: how many tokens a request and its reply may take together.
 //!
 //! `--context-window` (or `[models."name"] context_window` in the operator's `--config`) wins;
+//! otherwise what an OpenAI-compatible server says of itself ([`super::server_facts`]);
 //! otherwise the built-in table below, from the vendors' model pages; otherwise
-//! [`UNKNOWN_MODEL_WINDOW`], a conservative size that local models commonly hold. The window is
-//! what upkeep fits every request into (see `agent::history`), and what Ollama is told as
-//! `num_ctx`.
+//! [`UNKNOWN_MODEL_WINDOW`], a conservative size that local models commonly hold, with a
+//! warning. The window is what upkeep fits every request into (see `agent::history`), and what
+//! Ollama is told as `num_ctx`; the `context` event names where it came from (`window_from`).
 
 /// (model name prefix, window in tokens). The longest matching prefix wins.
 const BUILT_IN: &[(&str, u64)] = &[
@@ -27,21 +28,84 @@ pub const UNKNOWN_MODEL_WINDOW: u64 = 32_768;
 /// The most tokens kept free for the reply; a small window keeps a quarter of itself free.
 pub const MAX_REPLY_RESERVE: u64 = 8_192;
 
-/// The built-in window of `model`.
+/// Where a window came from, as the `context` event's `window_from` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    /// `--context-window` or the operator's `[models."name"]`.
+    Operator,
+    /// The server said it (see [`super::server_facts`]).
+    Server,
+    /// The built-in table.
+    BuiltIn,
+    /// [`UNKNOWN_MODEL_WINDOW`]: nobody said.
+    Guess,
+}
+
+/// A window and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextWindow {
+    pub tokens: u64,
+    pub from: WindowSource,
+}
+
+impl ContextWindow {
+    /// This window, or the one `provider`'s server publishes where nobody more authoritative
+    /// (the operator) said one. The provider asks its server at most once per run.
+    pub async fn or_from_server(self, provider: &dyn super::Provider) -> Self {
+        if self.from == WindowSource::Operator {
+            return self;
+        }
+        match provider.server_window().await {
+            Some(server) => ContextWindow {
+                tokens: server.tokens,
+                from: WindowSource::Server,
+            },
+            None => self,
+        }
+    }
+}
+
+/// The built-in window of `model`, or [`UNKNOWN_MODEL_WINDOW`].
 pub fn default_window(model: &str) -> u64 {
+    built_in_window(model).unwrap_or(UNKNOWN_MODEL_WINDOW)
+}
+
+/// The built-in table's window for `model`, if it knows the model.
+pub fn built_in_window(model: &str) -> Option<u64> {
     // Provider-qualified names (`openai/gpt-4.1` on OpenRouter, `models/gemini-2.5-pro`).
     let bare = model.rsplit('/').next().unwrap_or(model);
     BUILT_IN
         .iter()
         .filter(|(prefix, _)| bare.starts_with(prefix))
         .max_by_key(|(prefix, _)| prefix.len())
-        .map_or(UNKNOWN_MODEL_WINDOW, |(_, window)| *window)
+        .map(|(_, window)| *window)
 }
 
-/// The window requests are fitted into for `model`: the operator's (`--context-window`,
-/// `[models."name"]`), else the built-in one.
-pub fn window_for(settings: &crate::settings::ProviderSettings, model: &str) -> u64 {
-    settings.context_window.unwrap_or_else(|| default_window(model))
+/// The window requests are fitted into for `model`, before any server is asked: the operator's
+/// (`--context-window`, `[models."name"]`), else the built-in one, else the guess. A compatible
+/// server asked under OpenAI's default name (`--base-url` without `--model`) gets the guess, not
+/// gpt-4.1's million tokens.
+pub fn window_for(settings: &crate::settings::ProviderSettings, model: &str) -> ContextWindow {
+    if let Some(tokens) = settings.context_window {
+        return ContextWindow {
+            tokens,
+            from: WindowSource::Operator,
+        };
+    }
+    let unnamed_compatible_server = settings.kind == crate::kinds::ProviderKind::Openai
+        && settings.base_url.is_some()
+        && settings.model.as_deref().is_none_or(|name| name.trim().is_empty());
+    match built_in_window(model).filter(|_| !unnamed_compatible_server) {
+        Some(tokens) => ContextWindow {
+            tokens,
+            from: WindowSource::BuiltIn,
+        },
+        None => ContextWindow {
+            tokens: UNKNOWN_MODEL_WINDOW,
+            from: WindowSource::Guess,
+        },
+    }
 }
 
 /// Tokens kept free for the reply in a window of `window` tokens.

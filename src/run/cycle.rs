@@ -352,12 +352,11 @@ impl Runner<'_> {
             }
             CycleOutcome::Limit(limit) => {
                 self.events.alert(&format!("upkeep: stopped: {limit}"));
+                if let Some(hint) = limit.hint() {
+                    self.events.alert(&hint);
+                }
                 match limit {
-                    Limit::Turns(_) => {
-                        self.events
-                            .alert("raise --max-turns (or max_turns in .upkeep.toml) to give the model more turns");
-                        Outcome::Limit
-                    }
+                    Limit::Turns { .. } => Outcome::Limit,
                     Limit::Stuck { .. } => Outcome::Stuck,
                     _ => Outcome::Limit,
                 }

@@ -49,7 +49,7 @@ impl Delegation for Team<'_> {
         })
     }
 
-    fn price_of(&self, model: &str) -> Option<crate::config::Price> {
+    fn price_of(&self, model: &str) -> Option<crate::settings::Price> {
         Team::price_of(self, model)
     }
 }
@@ -110,7 +110,7 @@ fn delegate_result(name: &str, end: AgentEnd) -> Result<String, ToolError> {
     match end {
         AgentEnd::Answer(Value::String(text)) => Ok(text),
         AgentEnd::Answer(structured) => Ok(structured.to_string()),
-        AgentEnd::Limit(Limit::Turns(turns)) => Err(ToolError::model(format!(
+        AgentEnd::Limit(Limit::Turns { max: turns, .. }) => Err(ToolError::model(format!(
             "agent `{name}` used its {turns} turns without calling complete_task, so it gave no answer. Ask it again with a narrower task, or do the work yourself."
         ))),
         AgentEnd::Limit(limit) => Err(ToolError::model(format!(

@@ -157,11 +157,11 @@ async fn ask_reviewer(
         instructions: team.instructions.as_deref(),
         diff,
         continued: ctx.pull_request.continued.map(|continued| continued.number),
-        window: team.window_for(provider.model()),
+        window: team.window_for(provider.model()).or_from_server(provider).await.tokens,
     });
     Ok(match level.run_agent(definition, message, ctx).await {
         Ok(AgentEnd::Answer(answer)) => read_verdict(&answer),
-        Ok(AgentEnd::Limit(Limit::Turns(turns))) => {
+        Ok(AgentEnd::Limit(Limit::Turns { max: turns, .. })) => {
             Err(format!("the reviewer used its {turns} turns without giving a verdict"))
         }
         Ok(AgentEnd::Limit(limit)) => Err(format!("the reviewer stopped: {limit}")),

@@ -125,15 +125,25 @@ impl<'a> Team<'a> {
     }
 
     /// The context window of `model`: `--context-window` for the run's own model, else the
-    /// operator's `[models]`, else the built-in table.
-    pub fn window_for(&self, model: &str) -> u64 {
+    /// operator's `[models]`, else the built-in table (the agent then asks the server, where
+    /// nobody more authoritative said one).
+    pub fn window_for(&self, model: &str) -> window::ContextWindow {
         if model == self.provider.model() {
-            return crate::llm::window::window_for(self.provider_settings, model);
+            return window::window_for(self.provider_settings, model);
         }
-        self.model_configs
-            .get(model)
-            .and_then(|config| config.context_window)
-            .unwrap_or_else(|| window::default_window(model))
+        match self.model_configs.get(model).and_then(|config| config.context_window) {
+            Some(tokens) => window::ContextWindow {
+                tokens,
+                from: window::WindowSource::Operator,
+            },
+            None => window::ContextWindow {
+                tokens: window::default_window(model),
+                from: match window::built_in_window(model) {
+                    Some(_) => window::WindowSource::BuiltIn,
+                    None => window::WindowSource::Guess,
+                },
+            },
+        }
     }
 
     /// The provider `definition` asks: its own model, the reviewer's `--review-model`, or the run's.

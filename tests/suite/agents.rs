@@ -2,6 +2,7 @@
 //! tools and turn limit; its answer is the call's result; depth, turns, schemas, tool subsets and
 //! the run's budgets bind it; its events name it; a trace of it replays; an interrupt stops it.
 
+use super::support::model_api::model_requests;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -108,7 +109,7 @@ async fn the_explorer_reads_in_its_own_context_and_only_its_answer_reaches_the_c
         .await;
     out.assert_code(0);
 
-    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    let requests = bodies(&model_requests(&server).await);
     assert_eq!(requests.len(), 4);
     let (root_first, explorer_first, explorer_second, root_second) =
         (&requests[0], &requests[1], &requests[2], &requests[3]);
@@ -334,7 +335,7 @@ async fn a_sub_agent_with_an_output_schema_sends_conforming_requests_on_every_ap
         .await;
         let out = run_against(api, &server, &repo, &["--task", "map it", "--config", &config.arg()]).await;
         out.assert_code(0);
-        let requests = server.received_requests().await.expect("recorded");
+        let requests = model_requests(&server).await;
         assert_eq!(requests.len(), 3, "{api:?}: {}", out.stderr);
         assert_requests_conform(api, &requests);
         let schema_text = |index: usize| {
@@ -443,7 +444,7 @@ async fn an_interrupt_reaches_a_sub_agent_at_once() {
         .args([repo.path()]);
     let child = upkeep.spawn();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while server.received_requests().await.map_or(0, |r| r.len()) < 2 {
+    while model_requests(&server).await.len() < 2 {
         assert!(Instant::now() < deadline, "the explorer never called the model");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -1,6 +1,7 @@
 //! Run-wide budgets: `--max-cost`, `--max-tokens` and `--timeout` stop a run with exit 4 before
 //! the call that would overspend, and say which budget ran out.
 
+use super::support::model_api::model_requests;
 use std::time::Duration;
 
 use serde_json::json;
@@ -166,7 +167,7 @@ async fn cost_with_cached_and_written_input_equals_the_hand_computed_figure() {
 
 /// What the server received, each body checked against the API description of its path.
 async fn received(server: &MockServer) -> Vec<wiremock::Request> {
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(server).await;
     super::support::conformance::assert_each_request_conforms(&requests);
     requests
 }
@@ -310,4 +311,39 @@ fn the_same_failing_call_five_times_ends_the_cycle_as_stuck() {
         out.stderr
     );
     assert!(!out.stderr.contains("raise --max-turns"), "{}", out.stderr);
+}
+
+/// A weak model gave 14 unusable replies out of 20 and the closing hint said "raise
+/// --max-turns", which only buys more unusable replies. When most replies could not be used,
+/// the hint now names the share and suggests a stronger model instead.
+#[test]
+fn max_turns_with_mostly_unusable_replies_suggests_a_stronger_model() {
+    let repo = super::support::TestRepo::new();
+    let read = || super::support::reply("read it", &[("read_file", serde_json::json!({"path": "README.md"}))]);
+    let replies = vec![
+        "not json at all".to_owned(),
+        read(),
+        "{\"plan\": ".to_owned(),
+        "still not json".to_owned(),
+    ];
+    let script = super::support::Script::new(&replies);
+    let out = super::support::run_local(&repo, &script, &["--task", "t", "--max-turns", "4"]);
+    out.assert_code(4);
+    assert!(
+        out.stderr.contains("3 of the 4 replies could not be used")
+            && out.stderr.contains("a stronger model is likely to do better"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("raise --max-turns"), "{}", out.stderr);
+
+    // Mostly usable replies: more turns may well help, and the hint says so.
+    let replies = vec![read(), read(), "not json".to_owned()];
+    let out = super::support::run_local(
+        &repo,
+        &super::support::Script::new(&replies),
+        &["--task", "t", "--max-turns", "3"],
+    );
+    out.assert_code(4);
+    assert!(out.stderr.contains("raise --max-turns"), "{}", out.stderr);
 }

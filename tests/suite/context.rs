@@ -2,6 +2,7 @@
 //! repository against a model server per API that streams documented replies and records every
 //! request, and the tests read what the model was sent (DESIGN section 10).
 
+use super::support::model_api::model_requests;
 use serde_json::{Value, json};
 use wiremock::{MockServer, Request, ResponseTemplate};
 
@@ -60,7 +61,7 @@ async fn run(api: Api, server: &MockServer, repo: &TestRepo, extra: &[&str]) -> 
 
 /// What the server received, each body checked against the API description of its path.
 async fn recorded(server: &MockServer) -> Vec<Request> {
-    let requests = server.received_requests().await.expect("recording is on");
+    let requests = model_requests(server).await;
     super::support::conformance::assert_each_request_conforms(&requests);
     requests
 }

@@ -12,6 +12,7 @@ mod questions;
 mod review_follow_up;
 mod who_speaks;
 
+use super::support::model_api::model_requests;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -94,7 +95,7 @@ async fn model(replies: &[String]) -> MockServer {
 
 /// The first user message and the system prompt the model was sent.
 async fn first_prompt(server: &MockServer) -> (String, String) {
-    let sent = server.received_requests().await.unwrap_or_default();
+    let sent = model_requests(server).await;
     let first: Value = serde_json::from_slice(&sent.first().expect("the model was called").body).expect("JSON");
     let messages = first["messages"].as_array().expect("messages");
     let text = |role: &str| {

@@ -33,6 +33,7 @@ mod review;
 mod restricted_machines;
 mod sandbox;
 mod secrets;
+mod small_models;
 mod streaming;
 pub mod support;
 mod tool_arguments;

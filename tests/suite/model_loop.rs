@@ -2,6 +2,7 @@
 //! OpenAI-compatible API, streams documented chat completion chunks, records every request,
 //! and the tests assert on what upkeep sent (and that it matches the API's description).
 
+use super::support::model_api::model_requests;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -55,7 +56,7 @@ async fn safe_mode_keeps_run_shell_command_out_of_every_request() {
     let repo = TestRepo::new();
     let server = model_server(vec![finish("no_tasks")]).await;
     openai_run(&repo, &server, &[]).run_async().await.assert_code(0);
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(&server).await;
     assert_requests_conform(Api::OpenAi, &requests);
     assert_eq!(requests.len(), 1);
     let body = String::from_utf8_lossy(&requests[0].body);
@@ -70,7 +71,7 @@ async fn safe_mode_keeps_run_shell_command_out_of_every_request() {
         .run_async()
         .await
         .assert_code(0);
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(&server).await;
     let body = String::from_utf8_lossy(&requests[0].body);
     assert!(body.contains("run_shell_command"), "the flag offers the tool");
 }
@@ -93,7 +94,7 @@ async fn history_sent_back_is_valid_json_with_tool_results_and_parse_errors() {
     .await;
     let out = openai_run(&repo, &server, &["--task", "look around"]).run_async().await;
     out.assert_code(0);
-    let recorded = server.received_requests().await.expect("recorded");
+    let recorded = model_requests(&server).await;
     assert_requests_conform(Api::OpenAi, &recorded);
     let requests = bodies(&recorded);
     assert_eq!(requests.len(), 4);
@@ -166,7 +167,7 @@ async fn continuous_cycles_show_the_bots_own_open_pull_requests() {
         .run_async()
         .await
         .assert_code(0);
-    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    let requests = bodies(&model_requests(&server).await);
     assert_eq!(requests.len(), 2);
     let first = requests[0]["messages"][1]["content"].as_str().expect("text");
     let second = requests[1]["messages"][1]["content"].as_str().expect("text");
@@ -181,7 +182,7 @@ async fn continuous_cycles_show_the_bots_own_open_pull_requests() {
 /// Waits (bounded) until the server has seen a request: the model call is in flight.
 async fn wait_for_request(server: &MockServer) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while server.received_requests().await.map(|r| r.is_empty()).unwrap_or(true) {
+    while model_requests(server).await.is_empty() {
         assert!(Instant::now() < deadline, "upkeep never called the model");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -255,7 +256,7 @@ async fn a_truncated_reply_is_asked_again_shorter() {
         .await;
     let out = openai_run(&repo, &server, &["--task", "t"]).run_async().await;
     out.assert_code(0);
-    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    let requests = bodies(&model_requests(&server).await);
     assert_eq!(requests.len(), 2);
     let last = requests[1]["messages"]
         .as_array()
@@ -317,7 +318,7 @@ async fn a_base_url_without_a_model_is_warned_about_and_gets_a_conservative_wind
     );
     let context = &out.events_of("context")[0];
     assert_eq!(context["window"], 32_768, "{context}");
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(&server).await;
     assert_eq!(bodies(&requests)[0]["model"], "gpt-4.1");
 }
 
@@ -362,7 +363,7 @@ async fn a_server_refusing_json_schema_with_a_500_costs_one_request() {
         .run_async()
         .await;
     out.assert_code(0);
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(&server).await;
     let forms: Vec<Value> = bodies(&requests)
         .iter()
         .map(|body| body["response_format"]["type"].clone())
@@ -396,7 +397,7 @@ async fn structured_output_can_be_chosen_by_hand() {
             .run_async()
             .await
             .assert_code(0);
-        let requests = server.received_requests().await.expect("recorded");
+        let requests = model_requests(&server).await;
         assert_eq!(bodies(&requests)[0]["response_format"]["type"], expected, "{choice}");
     }
 }
@@ -415,7 +416,7 @@ async fn every_request_carries_a_reply_cap() {
         let mut args = vec!["--task", "t", "--model", "smollm2"];
         args.extend(extra);
         openai_run(&repo, &server, &args).run_async().await.assert_code(0);
-        let requests = server.received_requests().await.expect("recorded");
+        let requests = model_requests(&server).await;
         let body = &bodies(&requests)[0];
         assert_eq!(body["max_tokens"], expected, "{args:?}");
         assert!(
@@ -459,7 +460,7 @@ async fn llama_cpp_overflows_are_recognised_and_masked_harder_once() {
             .run_async()
             .await;
         out.assert_code(4);
-        let requests = server.received_requests().await.expect("recorded");
+        let requests = model_requests(&server).await;
         assert_eq!(requests.len(), 1, "no blind retries: {}", out.stderr);
         assert!(
             out.stderr.contains("masking harder and asking once more"),
@@ -490,7 +491,7 @@ async fn an_unusable_reply_is_never_echoed_back_and_is_reported() {
     .await;
     let out = openai_run(&repo, &server, &["--task", "t"]).run_async().await;
     out.assert_code(0);
-    let requests = bodies(&server.received_requests().await.expect("recorded"));
+    let requests = bodies(&model_requests(&server).await);
     assert_eq!(requests.len(), 3);
     let messages = requests[1]["messages"].as_array().expect("messages");
     let sent = serde_json::to_string(messages).expect("json");

@@ -4,6 +4,7 @@
 
 use super::support::agents::{OperatorConfig, line};
 use super::support::conformance::{Api, assert_requests_conform};
+use super::support::model_api::model_requests;
 use super::support::model_api::openai_sequence;
 use super::support::{RunOutput, Script, TestRepo, Upkeep, finish, reply, run_replay};
 use serde_json::{Value, json};
@@ -73,7 +74,7 @@ async fn a_failing_review_holds_the_push_back_and_the_fixed_change_passes() {
         .await;
     out.assert_code(0);
 
-    let recorded = server.received_requests().await.expect("recorded");
+    let recorded = model_requests(&server).await;
     assert_requests_conform(Api::OpenAi, &recorded);
     let requests: Vec<Value> = recorded
         .iter()
@@ -341,7 +342,7 @@ async fn secrets_never_reach_a_sub_agents_prompt() {
         .run_async()
         .await;
     out.assert_code(3);
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(&server).await;
     assert_eq!(requests.len(), 5, "{}", out.stderr);
     let explorer = String::from_utf8_lossy(&requests[1].body);
     let reviewer = String::from_utf8_lossy(&requests[3].body);

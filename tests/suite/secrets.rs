@@ -2,6 +2,7 @@
 //! request, or a file inside the clone. Each test plants known fake secrets in upkeep's
 //! environment and searches every output for them.
 
+use super::support::model_api::model_requests;
 use serde_json::json;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -81,7 +82,7 @@ async fn secrets_never_leave_the_process_or_land_in_the_clone() {
     out.assert_code(3);
 
     let trace_text = std::fs::read_to_string(&trace).expect("trace");
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(&server).await;
     let request_bodies: String = requests
         .iter()
         .map(|r| String::from_utf8_lossy(&r.body).into_owned())

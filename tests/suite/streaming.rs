@@ -4,6 +4,7 @@
 //! `--request-timeout` (an idle timeout) while a stalled one is, that a cut stream is asked
 //! again, and that an interrupt stops a stream at once.
 
+use super::support::model_api::model_requests;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -598,7 +599,7 @@ async fn an_endless_line_ends_in_a_size_error_after_a_bounded_read() {
 
 /// What the server received, each body checked against the API description of its path.
 async fn received(server: &MockServer) -> Vec<wiremock::Request> {
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = model_requests(server).await;
     super::support::conformance::assert_each_request_conforms(&requests);
     requests
 }

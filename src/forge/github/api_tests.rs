@@ -101,7 +101,7 @@ fn next_links_are_read_and_followed_only_on_the_apis_origin() {
         Some("https://ghe.example.com/api/v3/repositories/1/issues?page=2")
     );
     assert_eq!(next_page(r#"<https://x/y?page=1>; rel="prev""#), None);
-    let settings = crate::config::GitHubSettings {
+    let settings = crate::settings::GitHubSettings {
         server_url: "https://ghe.example.com".into(),
         api_url: "https://ghe.example.com/api/v3".into(),
         token: Some(secrecy::SecretString::from("ghp_sometokenvalue")),

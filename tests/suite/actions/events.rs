@@ -2,6 +2,7 @@
 //! stand-in too, comments included, each with its author's role), and an event for another label
 //! selects nothing.
 
+use super::super::support::model_api::model_requests;
 use serde_json::{Value, json};
 
 use super::super::support::{Script, TestRepo, run_replay};
@@ -145,7 +146,7 @@ async fn on_github_the_labelled_issue_and_its_comments_become_the_task() {
     let out = upkeep.run_async().await;
     out.assert_code(0);
 
-    let sent = model.received_requests().await.unwrap_or_default();
+    let sent = model_requests(&model).await;
     let first: Value = serde_json::from_slice(&sent[0].body).expect("JSON request");
     let prompt = first["messages"].to_string();
     assert!(

@@ -1,6 +1,7 @@
 //! Questions that resume: an `issue_comment` event resumes the right issue with its question and
 //! answer, and a local `answer` reaches the next prompt.
 
+use super::super::support::model_api::model_requests;
 use serde_json::{Value, json};
 use wiremock::MockServer;
 
@@ -75,11 +76,7 @@ async fn an_issue_comment_event_resumes_the_right_issue_with_question_and_answer
     let silent = model(&[finish("no_tasks")]).await;
     let out = on_issue_comment(&hub, &silent, &stranger).await;
     out.assert_code(0);
-    assert!(
-        silent.received_requests().await.unwrap_or_default().is_empty(),
-        "{}",
-        out.stderr
-    );
+    assert!(model_requests(&silent).await.is_empty(), "{}", out.stderr);
     assert!(out.stderr.contains("only authors with write access"), "{}", out.stderr);
     hub.assert_conformant();
 }

@@ -3,6 +3,7 @@
 //! test builds the hostile scene on the GitHub stand-in and runs the real binary, as an Actions
 //! step where the door is an Actions event.
 
+use super::super::support::model_api::model_requests;
 use serde_json::{Value, json};
 use wiremock::MockServer;
 
@@ -46,7 +47,7 @@ async fn starts_no_work(hub: &FakeGitHub, event: &str, payload: &Value, env: &[(
 }
 
 async fn model_was_called(server: &MockServer) -> bool {
-    !server.received_requests().await.unwrap_or_default().is_empty()
+    !model_requests(server).await.is_empty()
 }
 
 /// The `issue_comment` `created` payload GitHub sends for comment `id` on issue 7.

@@ -1,3 +1,4 @@
+use super::super::support::model_api::model_requests;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -158,7 +159,7 @@ async fn an_interrupt_stops_every_run_and_cleans_up() {
         .args([format!("{}/v1", model.uri())]);
     let child = upkeep.spawn();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while model.received_requests().await.map_or(0, |r| r.len()) < 2 {
+    while model_requests(&model).await.len() < 2 {
         assert!(Instant::now() < deadline, "two runs never called the model");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -197,11 +198,7 @@ async fn an_interrupt_stops_every_run_and_cleans_up() {
     got.sort_unstable();
     assert_eq!(got, ["interrupted", "interrupted", "not_started"]);
     assert_eq!(finished["exit_code"], 130);
-    assert_eq!(
-        model.received_requests().await.map_or(0, |r| r.len()),
-        2,
-        "the third never asked"
-    );
+    assert_eq!(model_requests(&model).await.len(), 2, "the third never asked");
 }
 
 /// Flags and lists that cannot work stop the fleet before any repository starts (exit 2).
@@ -305,7 +302,7 @@ async fn the_fleet_budget_binds_every_repository_together() {
     let finished = fleet_finished(&out);
     let total = finished["cost_usd"].as_f64().expect("cost");
     assert!(total > 0.0 && total <= 0.03, "spent {total}");
-    let requests = model.received_requests().await.unwrap_or_default();
+    let requests = model_requests(&model).await;
     assert_eq!(requests.len(), 2, "two calls fit in $0.03, a third would not");
     super::super::support::conformance::assert_each_request_conforms(&requests);
     let got: Vec<(String, String)> = outcomes(&out);

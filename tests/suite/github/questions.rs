@@ -1,5 +1,6 @@
 //! A question is posted on its issue, and the answer reaches the next run's prompt.
 
+use super::super::support::model_api::model_requests;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -71,7 +72,7 @@ async fn a_question_is_posted_on_the_issue_and_its_answer_reaches_the_next_promp
         .upkeep(&["--provider", "openai", "--base-url", &format!("{}/v1", model.uri())])
         .run();
     out.assert_code(0);
-    let sent = model.received_requests().await.unwrap_or_default();
+    let sent = model_requests(&model).await;
     let first: Value = serde_json::from_slice(&sent[0].body).expect("JSON request");
     let prompt = first["messages"].to_string();
     assert!(

@@ -421,3 +421,16 @@ pub fn openai_stream_without_usage(content: &str) -> ResponseTemplate {
     events.remove(events.len() - 2);
     event_stream(events.concat())
 }
+
+/// The model calls `server` received, oldest first: its POSTs. upkeep also asks an
+/// OpenAI-compatible server about itself (`GET /v1/models`, `GET /props`) before the first call;
+/// those are not model calls.
+pub async fn model_requests(server: &MockServer) -> Vec<wiremock::Request> {
+    server
+        .received_requests()
+        .await
+        .expect("recording is on")
+        .into_iter()
+        .filter(|request| request.method.as_str() == "POST")
+        .collect()
+}
