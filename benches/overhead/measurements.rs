@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use upkeep::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
-use upkeep::repo::{CloneRequest, GitAuth, Identity, Stop, WorkTree, Workspace};
+use upkeep::repo::{CloneRequest, GitAuth, Identity, Stop, Workspace};
 
 use crate::git::{git, git_command, path_str};
 use crate::git_http::GitHttpServer;
@@ -100,7 +100,7 @@ pub fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> Size
 
     eprintln!("[{}] file tree x{runs}", size.name);
     let mut tree_times = Vec::new();
-    let files = WorkTree::open(workspace.root(), &[]).expect("the clone opens");
+    let files = workspace.files(&[]).expect("the clone opens");
     let mut tree = FileTree::scan(&files, DEFAULT_TREE_BUDGET);
     for _ in 0..runs {
         let started = Instant::now();

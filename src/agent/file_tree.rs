@@ -235,7 +235,7 @@ mod tests {
             std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
             std::fs::write(full, "x").expect("write");
         }
-        let tree = WorkTree::open(dir.path(), &[]).expect("open");
+        let tree = WorkTree::open_for_tests(dir.path());
         let cancel = CancellationToken::new();
         let scanned = FileTree::scan_until(&tree, 1024, &cancel).await.expect("scanned");
         assert_eq!(scanned.render(), FileTree::scan(&tree, 1024).render());

@@ -83,13 +83,31 @@ pub struct WorkTree {
 }
 
 impl WorkTree {
-    /// Opens the capability on `root`. `protected_paths` are globs (matched case-insensitively,
-    /// so `.GitHub/Workflows` on a case-insensitive file system is protected too).
-    pub fn open(root: &Path, protected_paths: &[String]) -> Result<Self, OpenError> {
+    /// Opens the capability on `root`. Only the repository module opens one, once per clone
+    /// ([`crate::repo::Workspace::files`] hands it out): nothing outside it can turn a path
+    /// string into a gate. `protected_paths` are globs (matched case-insensitively, so
+    /// `.GitHub/Workflows` on a case-insensitive file system is protected too).
+    pub(super) fn open(root: &Path, protected_paths: &[String]) -> Result<Self, OpenError> {
         let dir = Dir::open_ambient_dir(root, cap_std::ambient_authority()).map_err(|source| OpenError::Root {
             root: root.to_owned(),
             source,
         })?;
+        Self::with_dir(Arc::new(dir), protected_paths)
+    }
+
+    /// A gate on a directory of a unit test, outside any clone.
+    #[cfg(test)]
+    pub(crate) fn open_for_tests(root: &Path) -> Self {
+        Self::open(root, &[]).expect("a test directory opens")
+    }
+
+    /// This gate with `protected_paths` as the paths writes may not touch, sharing its directory
+    /// capability (nothing is reopened).
+    pub fn protecting(&self, protected_paths: &[String]) -> Result<Self, OpenError> {
+        Self::with_dir(Arc::clone(&self.dir), protected_paths)
+    }
+
+    fn with_dir(dir: Arc<Dir>, protected_paths: &[String]) -> Result<Self, OpenError> {
         let mut builder = GlobSetBuilder::new();
         for pattern in protected_paths {
             let glob = GlobBuilder::new(pattern)
@@ -107,7 +125,7 @@ impl WorkTree {
             source,
         })?;
         Ok(Self {
-            dir: Arc::new(dir),
+            dir,
             protected: Arc::new(protected),
             protected_patterns: protected_paths.into(),
         })

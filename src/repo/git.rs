@@ -93,6 +93,8 @@ pub(super) struct Inner {
     /// The checksum of the index file when upkeep last wrote it holding HEAD's tree; see
     /// `changes.rs`.
     pub clean_index: std::sync::Mutex<Option<Vec<u8>>>,
+    /// The gate to the work tree, opened once with the clone (see [`Workspace::files`]).
+    pub tree: super::WorkTree,
     // Last: removes the directory once everything above is done with it.
     pub _dir: TempRoot,
 }
@@ -205,8 +207,13 @@ impl Workspace {
         let downloaded = started.elapsed();
         checkout_fresh(&layout, tree, stop)?;
         tracing::debug!(?downloaded, checked_out = ?started.elapsed() - downloaded, "cloned {}", request.url);
+        let tree = super::WorkTree::open(&layout.root, &[]).map_err(|error| match error {
+            super::fs::OpenError::Root { source, .. } => WorkspaceError::Io(source),
+            other => WorkspaceError::Io(std::io::Error::other(other.to_string())),
+        })?;
         let workspace = Self {
             inner: Arc::new(Inner {
+                tree,
                 layout,
                 url: request.url.clone(),
                 base: fetched.branch,
@@ -222,6 +229,20 @@ impl Workspace {
         };
         workspace.mark_index_clean();
         Ok(workspace)
+    }
+
+    /// The gate to this clone's files, opened once with the clone: every file a tool, the
+    /// briefing or the settings read touches goes through it. `protected_paths` are the paths
+    /// writes through it may not touch (a pattern that does not parse is an error).
+    ///
+    /// This is the only way to a gate: none can be opened from a path string outside the
+    /// repository module.
+    ///
+    /// ```compile_fail
+    /// let gate = upkeep::repo::WorkTree::open(std::path::Path::new("."), &[]);
+    /// ```
+    pub fn files(&self, protected_paths: &[String]) -> Result<super::WorkTree, super::fs::OpenError> {
+        self.inner.tree.protecting(protected_paths)
     }
 
     /// Runs `work` on a blocking thread with a handle to this workspace, as every git operation

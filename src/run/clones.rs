@@ -4,7 +4,7 @@
 
 use crate::config::{ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
 use crate::events::{BaseOrigin, Event, Scope};
-use crate::repo::{CloneRequest, GitAuth, WorkTree, Workspace};
+use crate::repo::{CloneRequest, GitAuth, Workspace};
 
 use super::ending::RunError;
 use super::runner::Runner;
@@ -104,7 +104,7 @@ impl Runner<'_> {
     /// FIFO or an oversized file is refused like a broken file), combined with the operator's.
     pub(super) fn repo_settings(&self, workspace: &Workspace, cycle: u32) -> Result<RepoSettings, RunError> {
         // A clone that cannot be opened is a failure; what the file holds is the repository's.
-        let tree = WorkTree::open(workspace.root(), &[]).map_err(RunError::from)?;
+        let tree = workspace.files(&[]).map_err(RunError::from)?;
         let parsed = tree
             .read_text(REPO_CONFIG_FILE, MAX_REPO_CONFIG_BYTES)
             .map_err(|error| ConfigError(format!("{REPO_CONFIG_FILE}: {error}")))

@@ -125,7 +125,7 @@ impl Runner<'_> {
         workspace: &Workspace,
         settings: &RepoSettings,
     ) -> Result<CycleBrief, RunError> {
-        let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(RunError::from)?;
+        let files = workspace.files(&settings.protected_paths).map_err(RunError::from)?;
         let conversation = match self.conversation(cycle, forge, workspace).await? {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),

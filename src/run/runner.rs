@@ -15,7 +15,7 @@ use crate::limits::{Held, Limits};
 use crate::llm;
 use crate::repo::cleanup;
 use crate::repo::questions::LocalQuestion;
-use crate::repo::{Stop, StopReason, WorkTree, Workspace};
+use crate::repo::{Stop, StopReason, Workspace};
 use crate::summary::RunSummary;
 use crate::tools::CommandSettings;
 
@@ -182,7 +182,7 @@ impl Runner<'_> {
         let instructions_files = first
             .as_ref()
             .and_then(|first| first.as_ref().ok())
-            .and_then(|(workspace, _, _)| WorkTree::open(workspace.root(), &[]).ok())
+            .and_then(|(workspace, _, _)| workspace.files(&[]).ok())
             .and_then(|tree| crate::instructions::read(&tree, &|_| {}))
             .map(|found| vec![found.file])
             .unwrap_or_default();
