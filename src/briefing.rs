@@ -26,7 +26,7 @@ use crate::tools::{ToolRegistry, ToolSelection, spec::reply_schema};
 const MAX_TASKS_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Everything a cycle starts from.
-pub struct Briefing {
+pub(crate) struct Briefing {
     pub registry: ToolRegistry,
     /// The JSON schema of the reply, one branch per enabled tool.
     pub reply_schema: Value,
@@ -43,7 +43,7 @@ pub struct Briefing {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum BriefingError {
+pub(crate) enum BriefingError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -61,7 +61,7 @@ fn exposed(config: &Config, name: &str) -> bool {
 
 /// The declared command tools the model is offered, with the program each runs and where it
 /// was declared, for `run_started` and `cycle_started`.
-pub fn exposed_declared_tools(config: &Config, declarations: &[DeclaredToolConfig]) -> Vec<DeclaredToolReport> {
+pub(crate) fn exposed_declared_tools(config: &Config, declarations: &[DeclaredToolConfig]) -> Vec<DeclaredToolReport> {
     declarations
         .iter()
         .filter(|declaration| exposed(config, &declaration.name))
@@ -102,7 +102,7 @@ fn declared_tools(config: &Config, settings: &RepoSettings) -> Result<Vec<ExtraT
     clippy::too_many_arguments,
     reason = "each is one input of the prompt; `run` and `prompt` pass the same ones"
 )]
-pub async fn brief(
+pub(crate) async fn brief(
     config: &Config,
     settings: &RepoSettings,
     files: &WorkTree,

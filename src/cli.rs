@@ -249,14 +249,19 @@ pub struct RunOptions {
 mod humantime_text {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(value: &Option<humantime::Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<humantime::Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         match value {
             Some(duration) => serializer.serialize_str(&duration.to_string()),
             None => serializer.serialize_none(),
         }
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<humantime::Duration>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<humantime::Duration>, D::Error> {
         let Some(text) = Option::<String>::deserialize(deserializer)? else {
             return Ok(None);
         };

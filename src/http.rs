@@ -7,9 +7,9 @@
 //! `User-Agent`. Callers add only what is theirs: timeouts, default headers, redirect policy.
 
 /// `upkeep/<version>`, as every API upkeep calls sees it.
-pub const USER_AGENT: &str = concat!("upkeep/", env!("CARGO_PKG_VERSION"));
+pub(crate) const USER_AGENT: &str = concat!("upkeep/", env!("CARGO_PKG_VERSION"));
 
 /// The shared starting point of every async client.
-pub fn client_builder() -> reqwest::ClientBuilder {
+pub(crate) fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().user_agent(USER_AGENT).tcp_nodelay(true)
 }

@@ -11,14 +11,14 @@
 use crate::repo::WorkTree;
 
 /// The files looked for, in order of preference.
-pub const CANDIDATES: &[&str] = &["AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md", "GEMINI.md"];
+pub(crate) const CANDIDATES: &[&str] = &["AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md", "GEMINI.md"];
 
 /// The most of an instructions file that reaches the prompt.
-pub const MAX_INSTRUCTIONS_BYTES: u64 = 32 * 1024;
+pub(crate) const MAX_INSTRUCTIONS_BYTES: u64 = 32 * 1024;
 
 /// Instructions read from the repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentInstructions {
+pub(crate) struct AgentInstructions {
     /// The file they came from (one of [`CANDIDATES`]).
     pub file: String,
     pub text: String,
@@ -28,7 +28,7 @@ pub struct AgentInstructions {
 
 /// The first instructions file that can be read; a candidate the gate refuses is skipped with
 /// a notice.
-pub fn read(tree: &WorkTree, notice: &dyn Fn(&str)) -> Option<AgentInstructions> {
+pub(crate) fn read(tree: &WorkTree, notice: &dyn Fn(&str)) -> Option<AgentInstructions> {
     for &file in CANDIDATES {
         match tree.read(file, MAX_INSTRUCTIONS_BYTES) {
             Ok((_, bytes)) => {

@@ -4,38 +4,43 @@
 //! runs [`run::run`] and maps the outcome to an exit code. Everything a run does lives
 //! here, so that tests and other front ends can drive it the same way.
 
-pub mod actions;
+#![warn(unreachable_pub)]
+// The code's documentation is built with its private items (`cargo doc --document-private-items`,
+// as CI does): a public item's docs may name the private parts it is built from.
+#![allow(rustdoc::private_intra_doc_links)]
+
+pub(crate) mod actions;
 pub mod agent;
-pub mod briefing;
+pub(crate) mod briefing;
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod conversation;
+pub(crate) mod conversation;
 pub mod dashboard;
 pub mod demo;
-pub mod events;
+pub(crate) mod events;
 pub mod exec;
 pub mod exit;
 pub mod fleet;
 pub mod forge;
-pub mod http;
+pub(crate) mod http;
 pub mod init;
-pub mod instructions;
-pub mod kinds;
-pub mod limits;
+pub(crate) mod instructions;
+pub(crate) mod kinds;
+pub(crate) mod limits;
 pub mod llm;
 pub mod logging;
-pub mod outcome;
-pub mod preflight;
-pub mod progress;
+pub(crate) mod outcome;
+pub(crate) mod preflight;
+pub(crate) mod progress;
 pub mod repo;
-pub mod repo_outcome;
-pub mod run;
+pub(crate) mod repo_outcome;
+pub(crate) mod run;
 pub mod secrets;
-pub mod settings;
+pub(crate) mod settings;
 pub mod signals;
-pub mod startup;
-pub mod subagents;
-pub mod summary;
+pub(crate) mod startup;
+pub(crate) mod subagents;
+pub(crate) mod summary;
 pub mod text;
 pub mod tools;

@@ -9,7 +9,7 @@ use crate::config::file::REPO_CONFIG_FILE;
 use crate::config::{Config, DEFAULT_TASKS_FILE, RepoSource};
 
 /// What a person should hear before the run starts, one line each.
-pub fn local_warnings(config: &Config) -> Vec<String> {
+pub(crate) fn local_warnings(config: &Config) -> Vec<String> {
     let RepoSource::Local(path) = &config.source else {
         return Vec::new();
     };

@@ -11,7 +11,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Whether this process may draw a spinner on stderr.
-pub fn spinner_allowed(quiet: bool) -> bool {
+pub(crate) fn spinner_allowed(quiet: bool) -> bool {
     !quiet && std::io::stderr().is_terminal() && std::env::var_os("GITHUB_ACTIONS").is_none_or(|v| v != "true")
 }
 

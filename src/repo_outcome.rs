@@ -27,7 +27,7 @@ use crate::llm::Usage;
 use crate::outcome::Outcome;
 
 /// Rank in the fleet's order: higher is worse.
-pub fn severity(status: ExitStatus) -> u8 {
+pub(crate) fn severity(status: ExitStatus) -> u8 {
     match status {
         ExitStatus::Done => 0,
         ExitStatus::Question => 1,
@@ -39,7 +39,7 @@ pub fn severity(status: ExitStatus) -> u8 {
 }
 
 /// The fleet's exit status: the worst of its repositories' (done for an empty fleet).
-pub fn worst(outcomes: &[RepoOutcome]) -> ExitStatus {
+pub(crate) fn worst(outcomes: &[RepoOutcome]) -> ExitStatus {
     outcomes
         .iter()
         .map(RepoOutcome::status)

@@ -13,7 +13,7 @@ use crate::conversation::local::ResumeError;
 
 /// What a run is started with besides its command line.
 #[derive(Default)]
-pub struct RunStart<'a> {
+pub(crate) struct RunStart<'a> {
     pub purpose: Purpose,
     /// The GitHub Actions step the run is, whose event may say what to work.
     pub actions: Option<&'a crate::actions::Actions>,
@@ -26,7 +26,7 @@ pub struct RunStart<'a> {
 /// membership. Reading the event may ask the forge who the bot is and whether a question waits;
 /// nothing here calls a model, clones, or writes anywhere (an answer given with `--answer` is
 /// recorded by the run, not here).
-pub async fn resolve(args: &RunArgs, start: RunStart<'_>) -> Result<Resolved, ConfigError> {
+pub(crate) async fn resolve(args: &RunArgs, start: RunStart<'_>) -> Result<Resolved, ConfigError> {
     let mut settings = command_line(args, start.purpose)?;
     settings.fleet_member = start.fleet_member;
     let event = match start.actions {
@@ -35,7 +35,8 @@ pub async fn resolve(args: &RunArgs, start: RunStart<'_>) -> Result<Resolved, Co
     };
     let settings = match settings.with_event(event) {
         Ok(settings) => settings,
-        Err((settings, why)) => {
+        Err(nothing) => {
+            let (settings, why) = *nothing;
             return Ok(Resolved::NothingToDo(
                 Config::resolve(settings, LocalResume::Nothing),
                 why,
@@ -56,7 +57,7 @@ pub async fn resolve(args: &RunArgs, start: RunStart<'_>) -> Result<Resolved, Co
 
 /// [`resolve`] for a run with no Actions event and no fleet, which always has work to try
 /// (`upkeep prompt`, the demo).
-pub async fn for_run(args: &RunArgs, purpose: Purpose) -> Result<Config, ConfigError> {
+pub(crate) async fn for_run(args: &RunArgs, purpose: Purpose) -> Result<Config, ConfigError> {
     match resolve(
         args,
         RunStart {

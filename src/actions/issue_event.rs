@@ -15,7 +15,7 @@ const MAX_ISSUE_TEXT_CHARS: usize = 16 * 1024;
 
 /// An issue named by an `issues` `labeled` event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LabelledIssue {
+pub(crate) struct LabelledIssue {
     pub number: u64,
     pub title: String,
     pub body: String,
@@ -23,7 +23,7 @@ pub struct LabelledIssue {
 
 /// What an `issues` event means for the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventTask {
+pub(crate) enum EventTask {
     /// Work this issue.
     Issue(LabelledIssue),
     /// The event is not for upkeep (another action or label, a closed issue, another
@@ -62,7 +62,11 @@ struct EventRepository {
 
 /// Reads an `issues` event payload. A payload that is not JSON of the documented shape is a
 /// configuration error: the runner always writes one, so something is badly wrong.
-pub fn read_issues_event(payload: &str, task_label: &str, source: &RepoSource) -> Result<EventTask, ConfigError> {
+pub(crate) fn read_issues_event(
+    payload: &str,
+    task_label: &str,
+    source: &RepoSource,
+) -> Result<EventTask, ConfigError> {
     let event: IssuesEvent = serde_json::from_str(payload)
         .map_err(|error| ConfigError(format!("the `issues` event payload is not valid: {error}")))?;
     let action = event.action.unwrap_or_default();
@@ -103,7 +107,7 @@ pub fn read_issues_event(payload: &str, task_label: &str, source: &RepoSource) -
 /// The task text for an issue on a forge that cannot read it back (the payload's title and
 /// body; no comments, no roles). On GitHub the run reads the issue itself instead, so its
 /// comments reach the model with their authors' roles ([`crate::conversation::render`]).
-pub fn issue_task(issue: &LabelledIssue) -> String {
+pub(crate) fn issue_task(issue: &LabelledIssue) -> String {
     let mut text = format!("Issue #{}: {}", issue.number, crate::text::one_line(issue.title.trim()));
     let body = issue.body.trim();
     if !body.is_empty() {

@@ -32,8 +32,8 @@ use crate::config::{ConfigError, EventWork, RunSettings};
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 
-pub use issue_event::{EventTask, LabelledIssue, issue_task, read_issues_event};
-pub use report::{annotation, escape_data, format_output, job_summary, outputs, workflow_command};
+pub(crate) use issue_event::{EventTask, issue_task, read_issues_event};
+pub(crate) use report::{annotation, format_output, job_summary, outputs, workflow_command};
 
 /// Longest question or error kept in an output, the summary or an annotation. GitHub caps a
 /// job's outputs at 1 MB and a step summary at 1 MiB; a runaway model reply must not break
@@ -42,7 +42,7 @@ pub(crate) const MAX_TEXT_CHARS: usize = 32 * 1024;
 
 /// What the runner gives this step. Exists only inside GitHub Actions.
 #[derive(Debug, Clone, Default)]
-pub struct Actions {
+pub(crate) struct Actions {
     output: Option<PathBuf>,
     summary: Option<PathBuf>,
     event_name: Option<String>,
@@ -51,7 +51,7 @@ pub struct Actions {
 
 /// What the report says about the run besides the [`RunSummary`].
 #[derive(Debug, Clone, Default)]
-pub struct RunContext {
+pub(crate) struct RunContext {
     /// The repository as the user named it.
     pub repo: String,
     /// The issue the run was started for.
@@ -61,7 +61,7 @@ pub struct RunContext {
 
 impl Actions {
     /// `Some` when running as a GitHub Actions step (`GITHUB_ACTIONS=true`, as the runner sets).
-    pub fn from_env() -> Option<Self> {
+    pub(crate) fn from_env() -> Option<Self> {
         if std::env::var("GITHUB_ACTIONS").ok().as_deref() != Some("true") {
             return None;
         }
@@ -84,7 +84,7 @@ impl Actions {
     /// A comment or review event ([`crate::conversation::triggers`]) resumes an issue whose
     /// question a maintainer answered, or works the feedback on the bot's pull request;
     /// [`EventWork::NothingToDo`] says such an event does not concern upkeep.
-    pub async fn judge_event(&self, settings: &RunSettings) -> Result<EventWork, ConfigError> {
+    pub(crate) async fn judge_event(&self, settings: &RunSettings) -> Result<EventWork, ConfigError> {
         let Some(event_name) = self.event_name.as_deref() else {
             return Ok(EventWork::AsConfigured);
         };
@@ -128,7 +128,7 @@ impl Actions {
 
     /// Writes the outputs, the job summary and an annotation for how the run ended. Problems
     /// writing them are reported but do not change the exit code: the run's work is done.
-    pub fn report(&self, summary: &RunSummary, context: &RunContext, redactor: &Redactor) {
+    pub(crate) fn report(&self, summary: &RunSummary, context: &RunContext, redactor: &Redactor) {
         let problems = [
             self.append_outputs(&outputs(summary), redactor),
             self.append_summary(&job_summary(summary, context), redactor),
@@ -144,7 +144,7 @@ impl Actions {
 
     /// Appends step outputs (redacted) in the runner's file-command format; `Err` says why they
     /// could not be written.
-    pub fn append_outputs(&self, outputs: &[(&str, String)], redactor: &Redactor) -> Result<(), String> {
+    pub(crate) fn append_outputs(&self, outputs: &[(&str, String)], redactor: &Redactor) -> Result<(), String> {
         let Some(path) = &self.output else {
             return Ok(());
         };
@@ -157,7 +157,7 @@ impl Actions {
 
     /// Appends Markdown (redacted, control characters escaped) to the job summary; `Err` says
     /// why it could not be written.
-    pub fn append_summary(&self, markdown: &str, redactor: &Redactor) -> Result<(), String> {
+    pub(crate) fn append_summary(&self, markdown: &str, redactor: &Redactor) -> Result<(), String> {
         let Some(path) = &self.summary else {
             return Ok(());
         };
@@ -176,12 +176,12 @@ fn append(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 
 /// Pauses the runner's processing of workflow commands until dropped. While paused, a line on
 /// stdout or stderr that looks like a workflow command is only text.
-pub struct CommandsPaused {
+pub(crate) struct CommandsPaused {
     token: String,
 }
 
 /// Starts a pause; the token is random so nothing in the paused output can end it early.
-pub fn pause_workflow_commands() -> CommandsPaused {
+pub(crate) fn pause_workflow_commands() -> CommandsPaused {
     let token = format!("upkeep-{}", uuid::Uuid::new_v4().simple());
     let _ = writeln!(std::io::stderr().lock(), "::stop-commands::{token}");
     CommandsPaused { token }

@@ -17,7 +17,7 @@ use crate::outcome::Outcome;
 use crate::summary::RunSummary;
 
 /// The step outputs, in the order they are written. Every one is always present.
-pub fn outputs(summary: &RunSummary) -> Vec<(&'static str, String)> {
+pub(crate) fn outputs(summary: &RunSummary) -> Vec<(&'static str, String)> {
     let urls = pull_request_urls(summary);
     vec![
         ("outcome", summary.outcome.name().to_owned()),
@@ -60,7 +60,7 @@ fn pull_request_urls(summary: &RunSummary) -> Vec<String> {
 /// One output in the runner's file-command format, its value escaped
 /// ([`crate::text::escape_terminal`]: line breaks kept, every other control character
 /// escaped), so the only line break left is `\n` and the value cannot forge another output.
-pub fn format_output(name: &str, value: &str) -> String {
+pub(crate) fn format_output(name: &str, value: &str) -> String {
     let value = crate::text::escape_terminal(value);
     let value = value.as_str();
     if !value.contains(['\n', '\r']) {
@@ -80,18 +80,18 @@ pub fn format_output(name: &str, value: &str) -> String {
 /// A workflow command with its data escaped as actions/toolkit escapes it, so a line break or a
 /// `%` in the message cannot end or alter the command, after every other control character is
 /// escaped ([`crate::text::escape_terminal`]) so the log viewer shows it as text.
-pub fn workflow_command(command: &str, message: &str) -> String {
+pub(crate) fn workflow_command(command: &str, message: &str) -> String {
     format!("::{command}::{}", escape_data(&crate::text::escape_terminal(message)))
 }
 
-pub fn escape_data(text: &str) -> String {
+pub(crate) fn escape_data(text: &str) -> String {
     text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 /// The annotation for how the run ended, as the workflow command (`error`, `warning`, `notice`)
 /// and its message: an error for failures, a warning when a budget cut it short, a notice for a
 /// question; none for success. [`workflow_command`] makes the line.
-pub fn annotation(summary: &RunSummary) -> Option<(&'static str, String)> {
+pub(crate) fn annotation(summary: &RunSummary) -> Option<(&'static str, String)> {
     let code = summary.status().code();
     let error = summary
         .error
@@ -155,7 +155,7 @@ fn headline(outcome: Outcome) -> &'static str {
 }
 
 /// The job summary: what happened, the pull requests, the question, the usage. Markdown.
-pub fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
+pub(crate) fn job_summary(summary: &RunSummary, context: &RunContext) -> String {
     let mut text = String::new();
     let dry = if context.dry_run { " (dry run)" } else { "" };
     let _ = writeln!(text, "### upkeep {}{dry}\n", headline(summary.outcome));

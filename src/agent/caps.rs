@@ -6,10 +6,10 @@
 
 /// The most calls one reply may make: a batch is a few reads and edits; this only stops one
 /// reply from fanning out without bound. Calls past it are reported as skipped, never run.
-pub const MAX_CALLS_PER_REPLY: usize = 25;
+pub(crate) const MAX_CALLS_PER_REPLY: usize = 25;
 
 /// The most `delegate` calls one reply may make; each starts a sub-agent with its own turns.
-pub const MAX_DELEGATIONS_PER_REPLY: usize = 3;
+pub(crate) const MAX_DELEGATIONS_PER_REPLY: usize = 3;
 
 /// Why a call past the per-reply caps is not run, if it is one.
 pub(crate) fn over_reply_caps(index: usize, delegations: usize, tool: &str) -> Option<String> {

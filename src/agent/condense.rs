@@ -14,7 +14,7 @@ const READ_ONLY_TOOLS: &[&str] = &["read_file", "list_files", "search_files"];
 
 /// One tool call's result as it goes back to the model.
 #[derive(Debug, Clone)]
-pub struct ToolResult {
+pub(crate) struct ToolResult {
     pub tool: String,
     pub arguments: Map<String, Value>,
     pub ok: bool,

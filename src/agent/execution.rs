@@ -17,9 +17,9 @@ use crate::llm::Usage;
 use crate::settings::Price;
 
 /// The name of the main agent in paths.
-pub const ROOT: &str = crate::llm::ROOT_AGENT;
+pub(crate) const ROOT: &str = crate::llm::ROOT_AGENT;
 /// Separates the levels of an agent path.
-pub const PATH_SEPARATOR: char = crate::llm::AGENT_PATH_SEPARATOR;
+pub(crate) const PATH_SEPARATOR: char = crate::llm::AGENT_PATH_SEPARATOR;
 
 /// Who is acting, and where in the run.
 #[derive(Debug, Clone, PartialEq, Eq)]

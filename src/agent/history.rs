@@ -34,7 +34,7 @@
 //! - **Estimates calibrated by the server.** A request's estimate is multiplied by the ratio
 //!   of the server's own count to the estimate, learned from the prompt tokens a response
 //!   reports (or, before the first request, from the server's tokenizer: see
-//!   [`History::calibrate_text`]), bounded to [`MIN_CALIBRATION`]..[`MAX_CALIBRATION`]. The
+//!   [`History::calibrate_text`]), bounded (see [`calibration`]). The
 //!   conservative estimate is two to three times a small model's real count, so without this a
 //!   4,096-token window refused requests its server would have taken.
 //! - **A provider that disagrees.** When the API answers that the request is too long after
@@ -48,28 +48,23 @@
 
 use serde_json::Value;
 
-pub use super::condense::ToolResult;
+pub(crate) use super::condense::ToolResult;
+
+mod calibration;
 use super::condense::{MIN_MASKED_BYTES, cut_output, elide_arguments, render_results, stub_or_output};
 
 use crate::llm::tokens::TokenCounter;
 use crate::llm::{Message, window};
 
 /// Turns whose tool results are always sent whole.
-pub const KEEP_WHOLE_TURNS: usize = 3;
+pub(crate) const KEEP_WHOLE_TURNS: usize = 3;
 /// Older whole results are masked once they add up to more than this many tokens (and the step
 /// removes at least as much as it makes the provider read anew).
-pub const MASK_STEP_TOKENS: u64 = 8_192;
+pub(crate) const MASK_STEP_TOKENS: u64 = 8_192;
 /// Older whole results are masked once they add up to more than this, whatever the step costs.
-pub const MAX_CARRIED_TOKENS: u64 = 32_768;
+pub(crate) const MAX_CARRIED_TOKENS: u64 = 32_768;
 /// Tokens of chat framing per message (role markers, separators), added to every estimate.
 const TOKENS_PER_MESSAGE: u64 = 4;
-/// Bounds of the server-count calibration: no report makes a request look under a quarter, or
-/// over twice, of its estimate.
-pub const MIN_CALIBRATION: f64 = 0.25;
-pub const MAX_CALIBRATION: f64 = 2.0;
-/// Headroom on a calibrated estimate: the ratio of one request is not exactly the next one's
-/// (code and prose tokenise differently).
-const CALIBRATION_MARGIN: f64 = 1.1;
 
 /// How far a squeeze may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,14 +77,14 @@ enum SqueezeGoal {
 
 /// Why a request cannot be made to fit the window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NoFit {
+pub(crate) struct NoFit {
     pub window: u64,
     pub needed: u64,
 }
 
 /// A request ready to send.
 #[derive(Debug, Clone)]
-pub struct Prepared {
+pub(crate) struct Prepared {
     pub messages: Vec<Message>,
     pub estimated_tokens: u64,
     pub masked_results: usize,
@@ -135,7 +130,7 @@ struct Turn {
 
 /// A cycle's conversation after the system prompt, and the policy that renders it.
 #[derive(Debug)]
-pub struct History {
+pub(crate) struct History {
     counter: TokenCounter,
     window: u64,
     /// `false` only for the `--full-history` benchmark knob: no masking steps.
@@ -158,7 +153,14 @@ pub struct History {
 }
 
 impl History {
-    pub fn new(counter: TokenCounter, window: u64, masking: bool, system: &str, schema: &Value, first: String) -> Self {
+    pub(crate) fn new(
+        counter: TokenCounter,
+        window: u64,
+        masking: bool,
+        system: &str,
+        schema: &Value,
+        first: String,
+    ) -> Self {
         let fixed_tokens = counter.count(system) + counter.count(&schema.to_string()) + TOKENS_PER_MESSAGE;
         Self {
             first: Counted::new(&counter, first),
@@ -177,13 +179,13 @@ impl History {
         }
     }
 
-    pub fn window(&self) -> u64 {
+    pub(crate) fn window(&self) -> u64 {
         self.window
     }
 
     /// The model's reply of a new turn: the canonical JSON of a usable reply, or the text that
     /// stands for an unusable one.
-    pub fn push_reply(&mut self, text: String) {
+    pub(crate) fn push_reply(&mut self, text: String) {
         let reply_value = serde_json::from_str::<Value>(&text)
             .ok()
             .filter(|value| value.get("tool_calls").is_some());
@@ -196,7 +198,7 @@ impl History {
     }
 
     /// The results of the last reply's calls.
-    pub fn push_results(&mut self, results: Vec<ToolResult>) {
+    pub(crate) fn push_results(&mut self, results: Vec<ToolResult>) {
         let whole = Counted::new(&self.counter, render_results(&results, |result| result.output.clone()));
         self.set_followup(Followup::Results {
             results,
@@ -207,7 +209,7 @@ impl History {
     }
 
     /// A message that answers the last reply without tool results (why it could not be used).
-    pub fn push_note(&mut self, text: String) {
+    pub(crate) fn push_note(&mut self, text: String) {
         let note = Counted::new(&self.counter, text);
         self.set_followup(Followup::Note(note));
     }
@@ -216,65 +218,6 @@ impl History {
         if let Some(turn) = self.turns.last_mut() {
             turn.followup = Some(followup);
         }
-    }
-
-    /// After the server reported `real` prompt tokens for the last request: scale later
-    /// estimates by its count. A lower ratio than one seen before is not believed (a server that
-    /// reports only the tokens its cache missed would make requests look smaller than they are).
-    pub fn calibrate(&mut self, real: u64) {
-        self.calibrate_ratio(real, self.last_unscaled);
-    }
-
-    /// After the server's tokenizer counted `real` tokens in `text`: as [`Self::calibrate`].
-    pub fn calibrate_text(&mut self, real: u64, text: &str) {
-        self.calibrate_ratio(real, self.counter.count(text));
-    }
-
-    fn calibrate_ratio(&mut self, real: u64, estimated: u64) {
-        if real == 0 || estimated == 0 {
-            return;
-        }
-        let ratio = (real as f64 / estimated as f64 * CALIBRATION_MARGIN).clamp(MIN_CALIBRATION, MAX_CALIBRATION);
-        let calibration = self.calibration.map_or(ratio, |seen| seen.max(ratio));
-        self.calibration = Some(calibration);
-    }
-
-    /// Every estimate's multiplier: the calibration, and what context-length errors taught.
-    fn scale(&self) -> f64 {
-        self.calibration.unwrap_or(1.0) * self.safety
-    }
-
-    /// After the server said how large it counted a request of `estimated` tokens and how large
-    /// its window is: fit into the server's window (when smaller than the one assumed), and scale
-    /// later estimates by the server's own count, so the next request is sized by the server's
-    /// numbers rather than by a guess.
-    pub fn learn(&mut self, server: crate::llm::window::OverflowSizes, estimated: u64) {
-        if server.window >= 1024 && server.window < self.window {
-            self.window = server.window;
-        }
-        let ratio = if estimated == 0 {
-            1.0
-        } else {
-            server.requested as f64 / estimated as f64
-        };
-        self.safety *= (ratio * 1.05).max(1.0);
-    }
-
-    /// After the provider said a request of `estimated` tokens did not fit: scale later
-    /// estimates so that such a request no longer looks as if it fits.
-    pub fn tighten(&mut self, estimated: u64) {
-        let room = self.room() as f64;
-        let implied = if estimated == 0 { 1.0 } else { room / estimated as f64 };
-        self.safety = (self.safety * 1.25).max(implied * self.safety * 1.1);
-    }
-
-    /// Tokens a request may take: the window less the reply's room.
-    fn room(&self) -> u64 {
-        self.window.saturating_sub(window::reply_reserve(self.window))
-    }
-
-    fn scaled(&self, estimate: u64) -> u64 {
-        (estimate as f64 * self.scale()).ceil() as u64
     }
 
     /// The most a request may take after a squeeze: the prompt and task, and half of the room
@@ -286,7 +229,7 @@ impl History {
     }
 
     /// The next request: applies the masking step rule, then squeezes until it fits.
-    pub fn prepare(&mut self) -> Result<Prepared, NoFit> {
+    pub(crate) fn prepare(&mut self) -> Result<Prepared, NoFit> {
         let len = self.turns.len();
         let keep_from = len.saturating_sub(KEEP_WHOLE_TURNS);
         if self.masking {

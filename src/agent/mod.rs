@@ -21,19 +21,21 @@ use crate::tools::{CycleEnd, FinishStatus, ToolContext, ToolRegistry};
 use execution::{ExecContext, Spend};
 
 mod batch;
-pub mod budget;
-pub mod caps;
+pub(crate) mod budget;
+pub(crate) mod caps;
 mod condense;
-pub mod execution;
+pub(crate) mod execution;
 pub mod file_tree;
-pub mod history;
+pub(crate) mod history;
 #[cfg(test)]
+// Shared with the integration tests through `#[path]`, whose support re-exports its items.
+#[allow(unreachable_pub)]
 pub(crate) mod markdown_headings;
-pub mod prompt;
-pub mod protocol;
+pub(crate) mod prompt;
+pub(crate) mod protocol;
 mod stuck;
-pub mod template;
-pub mod usage;
+pub(crate) mod template;
+pub(crate) mod usage;
 
 use budget::{Budget, Limit};
 use history::History;

@@ -24,7 +24,7 @@ const CYCLE_TEMPLATE: &str = include_str!("../../prompts/cycle.md");
 const MAX_TASK_SOURCE_BYTES: usize = 16 * 1024;
 
 /// One tool, as the system prompt lists it: name, description and arguments.
-pub fn describe_tool(spec: &ToolSpec) -> String {
+pub(crate) fn describe_tool(spec: &ToolSpec) -> String {
     let mut text = format!("## {}\n{}\nArguments:", spec.name, spec.description);
     let required: Vec<&str> = spec.parameters["required"]
         .as_array()
@@ -52,7 +52,7 @@ pub fn describe_tool(spec: &ToolSpec) -> String {
     text
 }
 
-pub struct SystemPrompt<'a> {
+pub(crate) struct SystemPrompt<'a> {
     pub tools: &'a [ToolSpec],
     pub protected_paths: &'a [String],
     pub max_turns: u32,
@@ -62,7 +62,7 @@ pub struct SystemPrompt<'a> {
 }
 
 impl SystemPrompt<'_> {
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let tools: Vec<String> = self.tools.iter().map(describe_tool).collect();
         let protected = if self.protected_paths.is_empty() {
             "none".to_owned()
@@ -111,7 +111,7 @@ fn render_agent_instructions(found: &AgentInstructions) -> String {
 }
 
 /// Where the cycle's task comes from.
-pub enum TaskSource<'a> {
+pub(crate) enum TaskSource<'a> {
     /// `--task`: do exactly this.
     Given(&'a str),
     /// A task already rendered with its framing (a review follow-up, an issue worked
@@ -124,7 +124,7 @@ pub enum TaskSource<'a> {
     },
 }
 
-pub struct CyclePrompt<'a> {
+pub(crate) struct CyclePrompt<'a> {
     pub repo: &'a str,
     pub base: &'a str,
     pub task: TaskSource<'a>,
@@ -138,7 +138,7 @@ pub struct CyclePrompt<'a> {
 }
 
 impl CyclePrompt<'_> {
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let task = match &self.task {
             TaskSource::Given(text) => format!("# Your task\n\n{}", fence("task", text.trim())),
             TaskSource::Rendered(text) => (*text).to_owned(),

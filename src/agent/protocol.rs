@@ -29,21 +29,21 @@ mod rewrite;
 mod tags;
 mod unambiguous;
 
-pub use repairs::Repair;
+pub(crate) use repairs::Repair;
 
 use lenient::{MAX_NESTING, describe_json5_error, extract_object, fenced_blocks, is_truncation, scan_object};
 use unambiguous::Unambiguous;
 
 /// One tool invocation requested by the model.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ToolCall {
+pub(crate) struct ToolCall {
     pub tool_name: String,
     pub arguments: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A whole model reply: the plan it stated and the calls to run, in order.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ModelReply {
+pub(crate) struct ModelReply {
     pub plan: String,
     pub tool_calls: Vec<ToolCall>,
     /// What the parser had to repair to read the reply; never part of the history.
@@ -53,7 +53,7 @@ pub struct ModelReply {
 
 impl ModelReply {
     /// Canonical, valid JSON re-serialisation (what goes back into the conversation history).
-    pub fn to_json(&self) -> String {
+    pub(crate) fn to_json(&self) -> String {
         // serde_json can only fail here on non-string map keys or a failing custom Serialize
         // impl, and this type has neither; the fallback exists only to keep the no-panic promise
         // without lying about the content being valid JSON.
@@ -64,7 +64,7 @@ impl ModelReply {
 /// Why a reply was rejected. The `Display` text is sent back to the model verbatim (followed by
 /// [`EXPECTED_SHAPE`]), so each message names the exact problem and what to send instead.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ReplyError {
+pub(crate) enum ReplyError {
     #[error("Your reply was empty. Send exactly one JSON object with \"plan\" and \"tool_calls\".")]
     Empty,
 
@@ -150,10 +150,10 @@ pub enum ReplyError {
 /// (even wrapped in a JSON string) taught weak models to copy the wrapper and nest it deeper
 /// each turn; this text is fixed, so there is nothing of theirs to copy, and copying it is
 /// harmless: it has no calls, so it is rejected with an error that says to call finish.
-pub const UNUSABLE_REPLY_PLACEHOLDER: &str = r#"{"plan": "(unusable reply omitted)", "tool_calls": []}"#;
+pub(crate) const UNUSABLE_REPLY_PLACEHOLDER: &str = r#"{"plan": "(unusable reply omitted)", "tool_calls": []}"#;
 
 /// A one-paragraph description of the expected shape plus a minimal example, appended to re-ask messages.
-pub const EXPECTED_SHAPE: &str = "Reply with exactly one JSON object and nothing else. It has two \
+pub(crate) const EXPECTED_SHAPE: &str = "Reply with exactly one JSON object and nothing else. It has two \
 fields: \"plan\", a string with your short step-by-step plan, and \"tool_calls\", a non-empty \
 array of calls, each an object {\"tool_name\": <tool name>, \"arguments\": {<argument name>: \
 <value>, ...}}. The calls run in order and the first one that fails skips the rest. When the work \
@@ -177,7 +177,7 @@ const NAMESPACES: [&str; 6] = [
 
 /// Parses one model reply: strict JSON first, then the lenient path (fences, surrounding prose,
 /// JSON5, repairs), then checks the shape.
-pub fn parse_reply(text: &str) -> Result<ModelReply, ReplyError> {
+pub(crate) fn parse_reply(text: &str) -> Result<ModelReply, ReplyError> {
     parse_text(text, true)
 }
 

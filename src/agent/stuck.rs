@@ -14,9 +14,9 @@ use super::budget::Limit;
 use super::condense::ToolResult;
 
 /// Identical failing calls in a row after which the error says so.
-pub const WARN_AT: u32 = 3;
+pub(super) const WARN_AT: u32 = 3;
 /// Identical failing calls in a row that end the cycle.
-pub const STOP_AT: u32 = 5;
+pub(super) const STOP_AT: u32 = 5;
 
 /// The run of repeats so far, and how many replies were unusable.
 #[derive(Debug, Default)]

@@ -11,7 +11,7 @@
 //!   and titles. They live in `text.rs` because forge comments frame text the same way.
 
 /// `template` with each `{{name}}` replaced by its value; unknown placeholders stay as they are.
-pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+pub(crate) fn fill(template: &str, values: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len() + values.iter().map(|(_, v)| v.len()).sum::<usize>());
     let mut rest = template;
     while let Some(open) = rest.find("{{") {

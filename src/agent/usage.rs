@@ -11,7 +11,7 @@ use crate::llm::{Message, Usage, UsageReport};
 
 /// What one call could have used, to judge (and fill in) the usage its provider reports.
 #[derive(Debug, Clone, Copy)]
-pub struct CallSize {
+pub(crate) struct CallSize {
     /// The request as upkeep estimated it (see [`crate::llm::tokens`]).
     pub estimated_input: u64,
     /// The most input tokens the request can hold: no tokenizer makes a token of less than a
@@ -34,7 +34,7 @@ impl CallSize {
     /// The bounds of the call that sent `messages` (after `system`, with the reply `schema`),
     /// estimated at `estimated_input` tokens, and got `reply`, for a model with a `window`-token
     /// context whose tokens `counter` counts.
-    pub fn of(
+    pub(crate) fn of(
         system: &str,
         messages: &[Message],
         schema: &Value,
@@ -72,7 +72,7 @@ impl CallSize {
 
 /// A call's usage as the budget counts it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Settled {
+pub(crate) struct Settled {
     pub usage: Usage,
     /// Some counts were missing and are upkeep's estimate.
     pub estimated: bool,
@@ -83,7 +83,7 @@ pub struct Settled {
 /// The usage to count for a call whose provider reported `usage` (`report` says whether it
 /// did): missing counts estimated (never below what was reported), each count clamped to what
 /// the call could have used, cached and written input within the input.
-pub fn settle(usage: Usage, report: UsageReport, size: CallSize) -> Settled {
+pub(crate) fn settle(usage: Usage, report: UsageReport, size: CallSize) -> Settled {
     let mut usage = usage;
     let estimated = report == UsageReport::Missing;
     if estimated {
@@ -115,7 +115,7 @@ pub fn settle(usage: Usage, report: UsageReport, size: CallSize) -> Settled {
 
 /// [`settle`], with the warnings people need: once per run (`first_estimate` says whether this
 /// is the run's first estimated call) that usage is estimated, and each clamp.
-pub fn settle_and_warn(
+pub(crate) fn settle_and_warn(
     usage: Usage,
     report: UsageReport,
     size: CallSize,

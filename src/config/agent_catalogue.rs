@@ -15,11 +15,11 @@ use crate::config::ConfigError;
 use crate::config::file::AgentConfig;
 
 /// The built-in read-only agent that answers questions about the code.
-pub const EXPLORER: &str = "explorer";
+pub(crate) const EXPLORER: &str = "explorer";
 /// The built-in agent that approves a change before it is pushed.
-pub const REVIEWER: &str = "reviewer";
+pub(crate) const REVIEWER: &str = "reviewer";
 /// Turns an `[[agents]]` entry gets when it names none.
-pub const DEFAULT_AGENT_TURNS: u32 = 10;
+pub(crate) const DEFAULT_AGENT_TURNS: u32 = 10;
 /// Tools that only the main agent holds: they end the cycle, publish, or end a sub-agent.
 const MAIN_AGENT_ONLY: &[&str] = &["finish", "ask_question", "create_pull_request", "complete_task"];
 /// What the reading agents hold.

@@ -13,9 +13,9 @@ use crate::config::ConfigError;
 use crate::config::file::{AgentConfig, DeclaredToolConfig};
 
 /// `--max-depth` when not given: the main agent's sub-agents may delegate once more.
-pub const DEFAULT_MAX_DEPTH: u32 = 2;
+pub(crate) const DEFAULT_MAX_DEPTH: u32 = 2;
 /// `--max-reviews` when not given.
-pub const DEFAULT_MAX_REVIEWS: u32 = 2;
+pub(crate) const DEFAULT_MAX_REVIEWS: u32 = 2;
 
 /// What the operator decided about sub-agents, the reviewer and checks.
 #[derive(Debug, Clone)]

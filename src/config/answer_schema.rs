@@ -13,12 +13,12 @@ use serde_json::{Map, Value, json};
 /// Mismatches named in one message to the sub-agent.
 const MAX_REPORTED_ERRORS: usize = 5;
 /// Findings kept from one verdict.
-pub const MAX_FINDINGS: usize = 20;
+pub(crate) const MAX_FINDINGS: usize = 20;
 /// Characters kept of one finding.
 const MAX_FINDING_CHARS: usize = 1_000;
 
 /// A compiled output schema.
-pub struct AnswerSchema {
+pub(crate) struct AnswerSchema {
     schema: Value,
     validator: jsonschema::Validator,
 }
@@ -33,7 +33,7 @@ impl std::fmt::Debug for AnswerSchema {
 
 impl AnswerSchema {
     /// Compiles `schema`; the error says why it is not a usable JSON schema.
-    pub fn compile(schema: &Value) -> Result<Self, String> {
+    pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
         let validator = jsonschema::validator_for(schema).map_err(|error| error.to_string())?;
         Ok(Self {
             schema: schema.clone(),
@@ -41,12 +41,12 @@ impl AnswerSchema {
         })
     }
 
-    pub fn schema(&self) -> &Value {
+    pub(crate) fn schema(&self) -> &Value {
         &self.schema
     }
 
     /// The answer as the schema allows it, or what to fix.
-    pub fn check(&self, answer: &Value) -> Result<Value, String> {
+    pub(crate) fn check(&self, answer: &Value) -> Result<Value, String> {
         let mut answer = match answer {
             // Without structured output, models often send the object as a JSON string.
             Value::String(text) => serde_json::from_str::<Value>(text.trim()).map_err(|error| {
@@ -122,7 +122,7 @@ fn drop_null_optionals(value: &mut Value, schema: &Value) {
 }
 
 /// The reviewer's answer: `{"verdict": "pass"|"fail", "findings": ["...", ...]}`.
-pub fn verdict_schema() -> Value {
+pub(crate) fn verdict_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -136,20 +136,20 @@ pub fn verdict_schema() -> Value {
 
 /// A reviewer's verdict, bounded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub pass: bool,
     pub findings: Vec<String>,
 }
 
 impl Verdict {
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         if self.pass { "pass" } else { "fail" }
     }
 }
 
 /// Reads a verdict from an answer that passed [`verdict_schema`]; the error says what is wrong
 /// with one that did not (defence in depth: the reviewer definition always carries the schema).
-pub fn read_verdict(answer: &Value) -> Result<Verdict, String> {
+pub(crate) fn read_verdict(answer: &Value) -> Result<Verdict, String> {
     let object: &Map<String, Value> = answer.as_object().ok_or("the verdict is not a JSON object")?;
     let pass = match object.get("verdict").and_then(Value::as_str) {
         Some("pass") => true,

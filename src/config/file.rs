@@ -18,13 +18,13 @@ use crate::exec::LimitsConfig;
 use crate::limits::LimitKeys;
 use crate::limits::schedule::ScheduleKeys;
 use crate::settings::ConfigError;
-pub use crate::settings::{DeclaredToolConfig, ParameterConfig, Price};
+pub(crate) use crate::settings::{DeclaredToolConfig, Price};
 
 /// File name of the per-repository configuration.
 pub const REPO_CONFIG_FILE: &str = ".upkeep.toml";
 /// The most fix cycles per pull request anyone may ask for: each is a full cycle of model
 /// calls, and a failure that survives this many will not yield to one more.
-pub const MAX_FIX_ATTEMPTS: u32 = 10;
+pub(crate) const MAX_FIX_ATTEMPTS: u32 = 10;
 /// No model worth running has a smaller window, and the prompt alone needs about this much.
 pub const MIN_CONTEXT_WINDOW: u64 = 1024;
 

@@ -51,10 +51,10 @@ impl RunSettings {
     /// What the event that started the run asks of it, applied before any `Config` exists: the
     /// settings to run with, or (`Err`) the settings to report with and why there is nothing to
     /// do.
-    pub fn with_event(mut self, event: EventWork) -> Result<RunSettings, (RunSettings, String)> {
+    pub fn with_event(mut self, event: EventWork) -> Result<RunSettings, Box<(RunSettings, String)>> {
         match event {
             EventWork::AsConfigured => {}
-            EventWork::NothingToDo(why) => return Err((self, why)),
+            EventWork::NothingToDo(why) => return Err(Box::new((self, why))),
             EventWork::LabelledIssue { number, task } => {
                 self.issue = Some(number);
                 if self.task.is_none() {

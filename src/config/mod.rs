@@ -25,14 +25,14 @@ use crate::exec::CommandSettings;
 use crate::kinds::ForgeKind;
 use crate::repo::Identity;
 
-pub mod agent_catalogue;
-pub mod agent_settings;
-pub mod answer_schema;
-pub mod file;
+pub(crate) mod agent_catalogue;
+pub(crate) mod agent_settings;
+pub(crate) mod answer_schema;
+pub(crate) mod file;
 mod inputs;
 mod repo_settings;
 mod resolve;
-pub mod source;
+pub(crate) mod source;
 
 pub(crate) use crate::settings::env_secret;
 pub use crate::settings::{

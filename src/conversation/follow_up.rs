@@ -17,7 +17,7 @@ use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
 const MAX_SCANNED: usize = 10;
 
 /// Why the bot must not work this pull request, if it must not.
-pub fn check_workable(pull: &PullRequestInfo) -> Result<(), String> {
+pub(crate) fn check_workable(pull: &PullRequestInfo) -> Result<(), String> {
     let number = pull.number;
     if !pull.opened_by_bot || !pull.branch.starts_with(BOT_BRANCH_PREFIX) || !pull.same_repository {
         let author = if pull.author.is_empty() {
@@ -42,7 +42,7 @@ pub fn check_workable(pull: &PullRequestInfo) -> Result<(), String> {
 }
 
 /// Checks the clone out on the pull request's branch and makes the feedback the cycle's work.
-pub async fn start(
+pub(crate) async fn start(
     workspace: &Workspace,
     auth: &GitAuth,
     waiting: &PullRequestFeedback,
@@ -62,7 +62,7 @@ pub async fn start(
 
 /// The bot's open pull requests against `base` with maintainers' feedback waiting, oldest
 /// first. A pull request whose feedback cannot be read is skipped with a notice.
-pub async fn scan(forge: &dyn Forge, base: &str, notice: &(dyn Fn(&str) + Sync)) -> Vec<PullRequestFeedback> {
+pub(crate) async fn scan(forge: &dyn Forge, base: &str, notice: &(dyn Fn(&str) + Sync)) -> Vec<PullRequestFeedback> {
     if forge.name() != "github" {
         return Vec::new();
     }
@@ -98,7 +98,12 @@ pub async fn scan(forge: &dyn Forge, base: &str, notice: &(dyn Fn(&str) + Sync))
 /// What the bot says after pushing `commit` for `continued`: a reply in each thread the model
 /// named (threads it was not shown are ignored), and one comment on the pull request when it
 /// named none. `replies` are (thread id, text) as the model gave them; `body` is its summary.
-pub fn answer(continued: &ContinuedPullRequest, replies: &[(u64, String)], body: &str, commit: &str) -> FeedbackAnswer {
+pub(crate) fn answer(
+    continued: &ContinuedPullRequest,
+    replies: &[(u64, String)],
+    body: &str,
+    commit: &str,
+) -> FeedbackAnswer {
     let short = commit.get(..12).unwrap_or(commit);
     let replies: Vec<(u64, String)> = replies
         .iter()

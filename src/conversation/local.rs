@@ -17,7 +17,7 @@ use crate::repo::source::LocalSource;
 
 /// Why the questions kept in the repository could not be applied to the run.
 #[derive(Debug, thiserror::Error)]
-pub enum ResumeError {
+pub(crate) enum ResumeError {
     /// `--answer` (or the question it selects) does not fit what the repository keeps.
     #[error(transparent)]
     Usage(#[from] ConfigError),
@@ -31,12 +31,12 @@ pub enum ResumeError {
     },
 }
 
-pub use crate::config::LocalResume;
+pub(crate) use crate::config::LocalResume;
 
 /// Reads the questions kept in a local repository and selects the one `--answer` answers (or
 /// an answered one to resume), writing nothing: [`record_answer`] keeps the answer once a run
 /// starts with it. [`Config::resolve`] makes the resumed question's task and issue the run's.
-pub async fn read(config: &RunSettings) -> Result<LocalResume, ResumeError> {
+pub(crate) async fn read(config: &RunSettings) -> Result<LocalResume, ResumeError> {
     let (ForgeKind::Local, RepoSource::Local(path)) = (config.forge, &config.source) else {
         return Ok(LocalResume::Nothing);
     };
@@ -101,7 +101,7 @@ pub async fn read(config: &RunSettings) -> Result<LocalResume, ResumeError> {
 
 /// Keeps the `--answer` of the question a run resumes in the repository, so that a run that
 /// does not finish resumes it by itself next time. Nothing to do without `--answer`.
-pub async fn record_answer(config: &Config, resumed: &LocalQuestion) -> Result<(), ResumeError> {
+pub(crate) async fn record_answer(config: &Config, resumed: &LocalQuestion) -> Result<(), ResumeError> {
     let (Some(answer), RepoSource::Local(path)) = (&config.answer, &config.source) else {
         return Ok(());
     };
@@ -116,7 +116,7 @@ pub async fn record_answer(config: &Config, resumed: &LocalQuestion) -> Result<(
 }
 
 /// Forgets a resumed question once a cycle ended with its exchange in the prompt.
-pub async fn settle(config: &Config, resumed: &LocalQuestion) -> Result<(), String> {
+pub(crate) async fn settle(config: &Config, resumed: &LocalQuestion) -> Result<(), String> {
     let RepoSource::Local(path) = &config.source else {
         return Ok(());
     };
@@ -132,7 +132,7 @@ pub async fn settle(config: &Config, resumed: &LocalQuestion) -> Result<(), Stri
 }
 
 /// What people read about waiting questions: each question and the command that answers it.
-pub fn describe_pending(path: &Path, pending: &[LocalQuestion]) -> String {
+pub(crate) fn describe_pending(path: &Path, pending: &[LocalQuestion]) -> String {
     let mut text = String::new();
     for question in pending {
         let about = match (question.issue, &question.task) {

@@ -10,7 +10,7 @@ use crate::forge::{ClosedPullRequest, TaskIssue};
 
 /// An issue left out of the backlog, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
+pub(crate) struct Skipped {
     pub issue: u64,
     pub title: String,
     pub pull_request: u64,
@@ -19,7 +19,7 @@ pub struct Skipped {
 
 /// The issues still eligible, and those whose bot pull request was closed without merging and
 /// that have not changed since.
-pub fn skip_closed(issues: Vec<TaskIssue>, closed: &[ClosedPullRequest]) -> (Vec<TaskIssue>, Vec<Skipped>) {
+pub(crate) fn skip_closed(issues: Vec<TaskIssue>, closed: &[ClosedPullRequest]) -> (Vec<TaskIssue>, Vec<Skipped>) {
     let mut eligible = Vec::with_capacity(issues.len());
     let mut skipped = Vec::new();
     for issue in issues {
@@ -44,7 +44,7 @@ pub fn skip_closed(issues: Vec<TaskIssue>, closed: &[ClosedPullRequest]) -> (Vec
 }
 
 /// The closed bot pull requests for tasks without an issue (the task file's), by branch.
-pub fn closed_task_branches(closed: &[ClosedPullRequest]) -> Vec<&ClosedPullRequest> {
+pub(crate) fn closed_task_branches(closed: &[ClosedPullRequest]) -> Vec<&ClosedPullRequest> {
     closed.iter().filter(|pr| pr.issue.is_none()).collect()
 }
 

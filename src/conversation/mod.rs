@@ -20,15 +20,15 @@ use crate::forge::{ClosedPullRequest, ContinuedPullRequest, Forge, ForgeError, P
 use crate::repo::questions::LocalQuestion;
 use crate::repo::{GitAuth, Workspace, WorkspaceError};
 
-pub mod follow_up;
-pub mod local;
-pub mod memory;
-pub mod render;
-pub mod triggers;
+pub(crate) mod follow_up;
+pub(crate) mod local;
+pub(crate) mod memory;
+pub(crate) mod render;
+pub(crate) mod triggers;
 
 /// What a cycle knows from the conversation on the forge.
 #[derive(Debug, Default)]
-pub struct CycleConversation {
+pub(crate) struct CycleConversation {
     /// The issue worked explicitly, with its comments.
     pub issue: Option<TaskIssue>,
     /// The open pull request the cycle continues, when it does.
@@ -45,7 +45,7 @@ pub struct CycleConversation {
 
 /// Whether the cycle has work, and what it knows.
 #[derive(Debug)]
-pub enum CycleWork {
+pub(crate) enum CycleWork {
     Work(Box<CycleConversation>),
     /// Nothing to do, and why (no feedback waits on the pull request): the cycle ends with
     /// `no_tasks` without asking the model.
@@ -53,7 +53,7 @@ pub enum CycleWork {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum ConversationError {
+pub(crate) enum ConversationError {
     #[error(transparent)]
     Forge(#[from] ForgeError),
     #[error(transparent)]
@@ -65,7 +65,7 @@ pub enum ConversationError {
 
 /// Works out the cycle's conversation, and checks the clone out on the branch it continues.
 /// `notice` hears what a person should know (a listing that failed and was skipped).
-pub async fn for_cycle(
+pub(crate) async fn for_cycle(
     config: &Config,
     forge: &dyn Forge,
     workspace: &Workspace,

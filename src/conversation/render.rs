@@ -44,7 +44,7 @@ fn author(comment: &Comment) -> String {
 }
 
 /// The task of a review follow-up: what to do, then the maintainers' feedback.
-pub fn follow_up_task(feedback: &PullRequestFeedback) -> String {
+pub(crate) fn follow_up_task(feedback: &PullRequestFeedback) -> String {
     let pull = &feedback.pull_request;
     let mut text = format!(
         "# Your task: review feedback on your pull request #{}\n\nMaintainers reviewed your pull request \"{}\" (branch {}). The clone is checked out on that branch, with every commit on it, including any that others pushed. Address the feedback below and nothing else, then call create_pull_request: it adds one commit on top of the branch (never rewriting it) and leaves the pull request's title and description as they are. Its `body` says what you changed; pass `replies` with one entry per review thread you addressed (`comment_id` is the thread's id below, `body` says what you did there), or none to answer with one comment. If you disagree with a request or it is unclear, use ask_question; if nothing needs changing, finish with status no_tasks.\n",
@@ -85,7 +85,7 @@ pub fn follow_up_task(feedback: &PullRequestFeedback) -> String {
 
 /// An issue's comments, the bot's question shown as its own and everyone else with their role:
 /// only a maintainer's comment after the question answers it.
-pub fn issue_exchange(comments: &[IssueComment]) -> String {
+pub(crate) fn issue_exchange(comments: &[IssueComment]) -> String {
     let mut text = String::new();
     for comment in comments {
         let heading = if comment.is_own_question() {
@@ -100,7 +100,7 @@ pub fn issue_exchange(comments: &[IssueComment]) -> String {
 }
 
 /// An issue's body with who opened it: the body is their text, with their role.
-pub fn issue_body(issue: &TaskIssue) -> String {
+pub(crate) fn issue_body(issue: &TaskIssue) -> String {
     format!(
         "Opened by {}:\n{}",
         speaker(&issue.author, issue.role),
@@ -109,7 +109,7 @@ pub fn issue_body(issue: &TaskIssue) -> String {
 }
 
 /// The task of `--issue N` (or an event naming the issue).
-pub fn issue_task(issue: &TaskIssue, continued: Option<&ContinuedPullRequest>) -> String {
+pub(crate) fn issue_task(issue: &TaskIssue, continued: Option<&ContinuedPullRequest>) -> String {
     let mut text = format!(
         "# Your task: issue #{}: {}\n\n{}\n",
         issue.number,
@@ -139,7 +139,7 @@ pub fn issue_task(issue: &TaskIssue, continued: Option<&ContinuedPullRequest>) -
 }
 
 /// The exchange of a local question answered with `--answer`.
-pub fn answered(question: &LocalQuestion) -> String {
+pub(crate) fn answered(question: &LocalQuestion) -> String {
     format!(
         "# Your earlier question and its answer\n\nIn an earlier run you asked:\n{}\n\nThe answer:\n{}\n\nGo on with the task accordingly.",
         block("question", &question.question),
@@ -148,7 +148,7 @@ pub fn answered(question: &LocalQuestion) -> String {
 }
 
 /// What memory leaves out of the backlog, and why.
-pub fn memory(skipped: &[Skipped], closed_tasks: &[&ClosedPullRequest]) -> String {
+pub(crate) fn memory(skipped: &[Skipped], closed_tasks: &[&ClosedPullRequest]) -> String {
     if skipped.is_empty() && closed_tasks.is_empty() {
         return String::new();
     }

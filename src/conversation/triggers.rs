@@ -18,11 +18,11 @@ use crate::forge::{Forge, IssueComment, Role, discussion::WRITE_ACCESS};
 use crate::repo::BOT_BRANCH_PREFIX;
 
 /// The events handled here.
-pub const EVENTS: &[&str] = &["issue_comment", "pull_request_review", "pull_request_review_comment"];
+pub(crate) const EVENTS: &[&str] = &["issue_comment", "pull_request_review", "pull_request_review_comment"];
 
 /// What a comment or review event means for the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FeedbackEvent {
+pub(crate) enum FeedbackEvent {
     /// Resume this issue: a maintainer answered the bot's question.
     Issue(u64),
     /// Work the feedback on this pull request of the bot's.
@@ -96,7 +96,7 @@ struct EventRepository {
 /// Reads a comment or review event payload (the webhook's documented shape) without the forge:
 /// who wrote it, on what, and whether it can concern upkeep at all. An `issue_comment` on an
 /// issue still needs [`waits_for_answer`] to tell whether the bot waits there.
-pub fn read_feedback_event(
+pub(crate) fn read_feedback_event(
     event_name: &str,
     payload: &str,
     source: &RepoSource,
@@ -193,7 +193,7 @@ pub fn read_feedback_event(
 
 /// The comment the event is about, as the forge would list it (id and time), for
 /// [`waits_for_answer`].
-pub fn event_comment(payload: &str) -> IssueComment {
+pub(crate) fn event_comment(payload: &str) -> IssueComment {
     let comment = serde_json::from_str::<Payload>(payload)
         .ok()
         .and_then(|event| event.comment);
@@ -210,7 +210,7 @@ pub fn event_comment(payload: &str) -> IssueComment {
 /// Whether the bot waits for an answer on `number` that `comment` (a maintainer's) gives: it was
 /// written strictly after the bot's last question (a later id; a comment in the same second but
 /// before the question does not answer it), and no maintainer answered in between.
-pub async fn waits_for_answer(
+pub(crate) async fn waits_for_answer(
     forge: &dyn Forge,
     number: u64,
     comment: &IssueComment,
@@ -242,7 +242,7 @@ pub async fn waits_for_answer(
 /// [`EventWork::NothingToDo`] when it does not concern upkeep; a payload that is not of the
 /// documented shape is a configuration error. Judged on the command line's settings, as an
 /// input of [`crate::config::Config::resolve`].
-pub async fn judge(settings: &RunSettings, event_name: &str, payload: &str) -> Result<EventWork, ConfigError> {
+pub(crate) async fn judge(settings: &RunSettings, event_name: &str, payload: &str) -> Result<EventWork, ConfigError> {
     let RepoSource::GitHub { owner, name, .. } = &settings.source else {
         return Ok(EventWork::NothingToDo(format!(
             "`{event_name}` events are read only on GitHub"

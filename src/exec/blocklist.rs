@@ -242,7 +242,7 @@ impl Guard {
 
 /// Refuses the catastrophic commands listed in the module's documentation, saying why.
 /// Lexical, so a backstop only (see the module's documentation).
-pub fn check(command: &str) -> Result<(), String> {
+pub(crate) fn check(command: &str) -> Result<(), String> {
     match &*GUARD {
         Ok(guard) => guard.check(command),
         Err(error) => Err(format!("the command guard is broken ({error}); refusing all commands")),

@@ -31,14 +31,14 @@ const PARENT_NAME: &str = "upkeep";
 
 /// The command's pids cgroup; [`PidsCgroup::remove`] takes the supervisor back out.
 #[derive(Debug)]
-pub struct PidsCgroup {
+pub(crate) struct PidsCgroup {
     dir: PathBuf,
     home: PathBuf,
 }
 
 impl PidsCgroup {
     /// Creates the cgroup with at most `max` processes and moves the calling process into it.
-    pub fn create_and_join(max: u64) -> io::Result<PidsCgroup> {
+    pub(crate) fn create_and_join(max: u64) -> io::Result<PidsCgroup> {
         PidsCgroup::create_and_move(std::process::id(), max)
     }
 
@@ -77,7 +77,7 @@ impl PidsCgroup {
 
     /// Moves the calling process back to its original cgroup and removes this one. Every other
     /// process in it must be gone.
-    pub fn remove(self) -> io::Result<()> {
+    pub(crate) fn remove(self) -> io::Result<()> {
         self.remove_moving(std::process::id())
     }
 
@@ -89,14 +89,14 @@ impl PidsCgroup {
 
 /// Removes the cgroup of a supervisor (a child of this process) that was killed before it
 /// could remove it itself; nothing happens when there is none.
-pub fn remove_leftover(supervisor: u32) {
+pub(crate) fn remove_leftover(supervisor: u32) {
     if let Ok(home) = own_pids_cgroup() {
         let _ = std::fs::remove_dir(home.join(PARENT_NAME).join(supervisor.to_string()));
     }
 }
 
 /// Whether a pids cgroup can be made here (tried for real, then removed).
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     match PidsCgroup::create_and_join(u64::from(u32::MAX)) {
         Ok(cgroup) => cgroup.remove().is_ok(),
         Err(_) => false,

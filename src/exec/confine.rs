@@ -64,13 +64,13 @@ const FS_ABI: ABI = ABI::V5;
 /// What Landlock can enforce on this kernel. Creating (not applying) a ruleset asks the kernel;
 /// it restricts nothing in this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LandlockSupport {
+pub(crate) struct LandlockSupport {
     pub filesystem: bool,
     pub tcp: bool,
     pub signal_scope: bool,
 }
 
-pub fn landlock_support() -> LandlockSupport {
+pub(crate) fn landlock_support() -> LandlockSupport {
     let hard = || Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
     LandlockSupport {
         filesystem: hard()
@@ -87,7 +87,7 @@ pub fn landlock_support() -> LandlockSupport {
 
 /// What Landlock must enforce for one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LandlockRules {
+pub(crate) struct LandlockRules {
     /// `Some`: confine writes to these absolute directories, and reads to them and `readable`.
     pub writable: Option<Vec<PathBuf>>,
     /// Absolute files and directories that may be read (and run) besides `writable`.
@@ -98,7 +98,7 @@ pub struct LandlockRules {
 
 /// Runs the confinement stage for `invocation` (see the module documentation). Returns only
 /// when the program could not be run or, as a namespace's init, when it ended.
-pub fn run(invocation: &Invocation) -> ExitCode {
+pub(crate) fn run(invocation: &Invocation) -> ExitCode {
     let policy = &invocation.policy;
     let plan = &policy.plan;
     let init = Pid::this().as_raw() == 1;
@@ -206,7 +206,7 @@ fn apply_limits(limits: &limits::Limits, process_limit: limits::ProcessLimit) ->
 
 /// How many processes and threads the real user of this process has on the machine now (what
 /// `RLIMIT_NPROC` counts outside a user namespace).
-pub fn processes_of_this_user() -> u64 {
+pub(crate) fn processes_of_this_user() -> u64 {
     let uid = nix::unistd::getuid().as_raw();
     let Ok(processes) = procfs::process::all_processes() else {
         return 0;
@@ -227,7 +227,7 @@ fn report_status(status: &str) {
 
 /// Confines the calling thread and everything it starts afterwards with Landlock, as `rules`
 /// says. Fails rather than leaving the thread less confined than asked.
-pub fn restrict_current_thread(rules: &LandlockRules) -> Result<(), String> {
+pub(crate) fn restrict_current_thread(rules: &LandlockRules) -> Result<(), String> {
     if rules.writable.is_none() && !rules.deny_tcp {
         return Ok(());
     }
@@ -295,7 +295,7 @@ fn open_path(path: &Path) -> Result<PathFd, String> {
 }
 
 /// Clears the capability sets (see [`Capabilities`]) and checks that they are empty.
-pub fn drop_capabilities(expected: Capabilities) -> Result<(), String> {
+pub(crate) fn drop_capabilities(expected: Capabilities) -> Result<(), String> {
     use caps::CapSet;
     // The bounding set first: dropping from it needs CAP_SETPCAP, which goes with the rest.
     let bounding = caps::clear(None, CapSet::Bounding);

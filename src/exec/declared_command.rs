@@ -34,10 +34,10 @@ const RESERVED: &[&str] = &[
 /// A call's arguments that do not fit the declaration; the message is for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct ArgumentError(pub String);
+pub(crate) struct ArgumentError(pub String);
 
 #[derive(Debug)]
-pub struct Parameter {
+pub(crate) struct Parameter {
     pub name: String,
     pub config: ParameterConfig,
     pattern: Option<Regex>,
@@ -51,7 +51,7 @@ enum ArgTemplate {
 
 /// A checked declaration.
 #[derive(Debug)]
-pub struct Declaration {
+pub(crate) struct Declaration {
     pub name: String,
     pub description: String,
     pub program: String,
@@ -69,7 +69,7 @@ fn template_parameter(arg: &str) -> Option<&str> {
 
 impl Declaration {
     /// Checks a declaration; `origin` names the file in errors.
-    pub fn new(config: &DeclaredToolConfig, origin: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn new(config: &DeclaredToolConfig, origin: &str) -> Result<Self, ConfigError> {
         let fail = |problem: String| ConfigError(format!("{origin}: [[tools]] `{}`: {problem}", config.name));
         let valid_name = !config.name.is_empty()
             && config.name.len() <= 64
@@ -185,7 +185,7 @@ impl Declaration {
     }
 
     /// The program's arguments for a call, after every value is validated.
-    pub fn build_args(&self, arguments: &Map<String, Value>) -> Result<Vec<String>, ArgumentError> {
+    pub(crate) fn build_args(&self, arguments: &Map<String, Value>) -> Result<Vec<String>, ArgumentError> {
         if let Some(unknown) = arguments
             .keys()
             .find(|key| !self.parameters.iter().any(|p| &p.name == *key))

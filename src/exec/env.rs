@@ -8,7 +8,7 @@
 /// Variables taken from upkeep's own environment for every command: enough for tools to find
 /// programs, a home directory, a locale and a temporary directory, and nothing that identifies
 /// or authorises anyone.
-pub const BASE_ENVIRONMENT: [&str; 8] = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR"];
+pub(crate) const BASE_ENVIRONMENT: [&str; 8] = ["PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR"];
 
 // Names that hold credentials by convention (upkeep's own credential variables) are refused
 // even when an operator passes them.

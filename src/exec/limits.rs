@@ -127,7 +127,7 @@ const SUPERVISOR_PROCESSES: u64 = 3;
 /// Sets the limits every system has (no core dumps, memory, file size, CPU time) on the calling
 /// process; what it starts inherits them. The process limit is separate
 /// ([`process_rlimit`]): only Linux has one to set.
-pub fn apply(limits: &Limits) -> Result<(), String> {
+pub(crate) fn apply(limits: &Limits) -> Result<(), String> {
     use nix::sys::resource::{Resource, setrlimit};
     let mib = |value: u64| value.saturating_mul(1024 * 1024);
     let set = |resource: Resource, soft: u64, hard: u64, name: &str| {
@@ -157,7 +157,7 @@ pub fn apply(limits: &Limits) -> Result<(), String> {
 /// The `RLIMIT_NPROC` value `process_limit` calls for, if any. `processes_already` is what the
 /// count starts from when [`ProcessLimit::RlimitPerUser`] applies. [`ProcessLimit::Cgroup`] is
 /// set up by the supervisor instead.
-pub fn process_rlimit(limits: &Limits, process_limit: ProcessLimit, processes_already: u64) -> Option<u64> {
+pub(crate) fn process_rlimit(limits: &Limits, process_limit: ProcessLimit, processes_already: u64) -> Option<u64> {
     match process_limit {
         ProcessLimit::Rlimit => Some(limits.processes.saturating_add(SUPERVISOR_PROCESSES)),
         ProcessLimit::RlimitPerUser => Some(limits.processes.saturating_add(processes_already)),

@@ -21,15 +21,15 @@
 //!
 //! `docs/commands.md` is the user's view of all of this.
 
-pub mod blocklist;
-pub mod declared_command;
-pub mod env;
+pub(crate) mod blocklist;
+pub(crate) mod declared_command;
+pub(crate) mod env;
 pub mod invocation;
-pub mod limits;
+pub(crate) mod limits;
 pub mod plan;
 pub mod readable;
-pub mod runner;
-pub mod trampoline;
+pub(crate) mod runner;
+pub(crate) mod trampoline;
 
 mod capture;
 mod supervision;
@@ -37,15 +37,15 @@ mod supervision;
 // Linux's sandbox: namespaces, Landlock and capabilities, a pids cgroup as root, and cleanup
 // through a subreaper and `/proc`. Only `sys_linux.rs` uses them.
 #[cfg(target_os = "linux")]
-pub mod cgroup;
+pub(crate) mod cgroup;
 #[cfg(target_os = "linux")]
-pub mod confine;
+pub(crate) mod confine;
 #[cfg(target_os = "linux")]
-pub mod namespaces;
+pub(crate) mod namespaces;
 #[cfg(target_os = "linux")]
-pub mod reaper;
+pub(crate) mod reaper;
 #[cfg(target_os = "linux")]
-pub mod seccomp;
+pub(crate) mod seccomp;
 
 /// The system's side of the sandbox: the same functions for Linux (`sys_linux.rs`) and for
 /// every other system (`sys_other.rs`), so that nothing else in `exec` needs a `#[cfg]`.

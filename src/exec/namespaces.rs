@@ -37,7 +37,7 @@ const PROC: &str = "/proc";
 /// Makes the user (when `how` says so) and network namespaces, in the calling process, which
 /// must be single-threaded for a user namespace. The PID namespace is separate
 /// ([`enter_pid_namespace`]): once it is made, the process can no longer start threads.
-pub fn enter(how: Namespaces, network: bool, mounts: bool) -> Result<(), String> {
+pub(crate) fn enter(how: Namespaces, network: bool, mounts: bool) -> Result<(), String> {
     let mut flags = if network {
         CloneFlags::CLONE_NEWNET
     } else {
@@ -79,7 +79,7 @@ pub fn enter(how: Namespaces, network: bool, mounts: bool) -> Result<(), String>
 /// ambient sets, so that the next program this process starts can mount `/proc`; every other
 /// capability goes as [`super::confine::drop_capabilities`] would drop it. Call it instead of
 /// that, right after [`enter`] with `mounts`.
-pub fn keep_only_the_mount_capability() -> Result<(), String> {
+pub(crate) fn keep_only_the_mount_capability() -> Result<(), String> {
     use caps::{CapSet, Capability, CapsHashSet};
     let only: CapsHashSet = [Capability::CAP_SYS_ADMIN].into_iter().collect();
     // Raising the inheritable and ambient sets before the bounding set is cleared (clearing it
@@ -96,7 +96,7 @@ pub fn keep_only_the_mount_capability() -> Result<(), String> {
 
 /// Mounts a `/proc` of the caller's PID namespace over the host's. The caller must be in that
 /// namespace (its init) and hold `CAP_SYS_ADMIN` of the mount namespace's user namespace.
-pub fn mount_private_proc() -> Result<(), String> {
+pub(crate) fn mount_private_proc() -> Result<(), String> {
     caps::raise(None, caps::CapSet::Effective, caps::Capability::CAP_SYS_ADMIN)
         .map_err(|error| format!("cannot use the mount capability: {error}"))?;
     mount(
@@ -111,7 +111,7 @@ pub fn mount_private_proc() -> Result<(), String> {
 
 /// Makes a PID namespace for the caller's next child (which becomes its init), after
 /// [`enter`] made the user namespace where one is needed.
-pub fn enter_pid_namespace() -> Result<(), String> {
+pub(crate) fn enter_pid_namespace() -> Result<(), String> {
     unshare(CloneFlags::CLONE_NEWPID).map_err(|error| format!("cannot make a PID namespace: {error}"))
 }
 
@@ -119,7 +119,7 @@ pub fn enter_pid_namespace() -> Result<(), String> {
 /// first that worked with a network namespace whose loopback came up, and whether a private
 /// `/proc` could be mounted in it (tried by `private_proc_works`, a child that becomes the PID
 /// namespace's init as the confinement stage would).
-pub fn probe(private_proc_works: impl FnOnce() -> bool) -> (Namespaces, bool) {
+pub(crate) fn probe(private_proc_works: impl FnOnce() -> bool) -> (Namespaces, bool) {
     let works = |how| enter(how, true, true).and_then(|()| enter_pid_namespace()).is_ok();
     let how = if geteuid().is_root() && works(Namespaces::Direct) {
         Namespaces::Direct

@@ -21,7 +21,7 @@ use nix::unistd::Pid;
 const ROUND_PAUSE: Duration = Duration::from_millis(5);
 
 /// The live descendants of `root`, from `/proc`'s parent links, parents before children.
-pub fn descendants(root: Pid) -> Vec<Pid> {
+pub(crate) fn descendants(root: Pid) -> Vec<Pid> {
     let Ok(processes) = procfs::process::all_processes() else {
         return Vec::new();
     };
@@ -40,7 +40,7 @@ pub fn descendants(root: Pid) -> Vec<Pid> {
 }
 
 /// Sends `SIGKILL` to every descendant of this process, once.
-pub fn kill_descendants_once() {
+pub(crate) fn kill_descendants_once() {
     for pid in descendants(Pid::this()) {
         let _ = kill(pid, Signal::SIGKILL);
     }
@@ -49,7 +49,7 @@ pub fn kill_descendants_once() {
 /// Kills every descendant of this process (a subreaper) and reaps them, until this process has
 /// no child left or `deadline` passes. Returns whether none is left. Reaps with `waitpid(-1)`:
 /// only for a process whose children are all the command's, such as the sandbox's supervisor.
-pub fn kill_descendants(deadline: Instant) -> bool {
+pub(crate) fn kill_descendants(deadline: Instant) -> bool {
     loop {
         kill_descendants_once();
         loop {
@@ -72,7 +72,7 @@ pub fn kill_descendants(deadline: Instant) -> bool {
 /// live supervisors), with its descendants. When upkeep is a subreaper, those are orphans of a
 /// command whose sandbox supervisor was itself killed. Reaps only the processes it found, by
 /// id, so children that someone else waits for are left alone.
-pub fn reap_adopted(keep: &[Pid], deadline: Instant) {
+pub(crate) fn reap_adopted(keep: &[Pid], deadline: Instant) {
     let this = Pid::this();
     loop {
         let adopted: Vec<Pid> = sandboxed_children_of(this)

@@ -28,7 +28,7 @@ use seccompiler::{
 };
 
 /// The compiled filter, or why it could not be built on this architecture.
-pub fn network_filter() -> Result<BpfProgram, String> {
+pub(crate) fn network_filter() -> Result<BpfProgram, String> {
     let build = || -> Result<BpfProgram, seccompiler::BackendError> {
         let not_unix = SeccompRule::new(vec![SeccompCondition::new(
             0,
@@ -56,14 +56,14 @@ pub fn network_filter() -> Result<BpfProgram, String> {
 
 /// Applies the filter to the calling thread and everything it starts from now on. The caller
 /// must have set `no_new_privs` (or hold `CAP_SYS_ADMIN`), as the kernel requires.
-pub fn refuse_network() -> Result<(), String> {
+pub(crate) fn refuse_network() -> Result<(), String> {
     let filter = network_filter()?;
     seccompiler::apply_filter(&filter).map_err(|error| format!("cannot apply the seccomp network filter: {error}"))
 }
 
 /// Whether this kernel takes the filter. Applies it to the calling thread, so call it only in a
 /// throw-away process (the probe stage).
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     nix::sys::prctl::set_no_new_privs().is_ok() && refuse_network().is_ok()
 }
 

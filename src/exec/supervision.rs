@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 
 /// How the program ended, as the supervisor reproduces it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
+pub(super) enum Ended {
     Code(i32),
     Signal(i32),
 }
@@ -21,7 +21,7 @@ pub enum Ended {
 impl Ended {
     /// Ends this process the way the program ended: the same exit code, or the same signal, so
     /// upkeep reports it as if it had run the program itself.
-    pub fn reproduce(self) -> ExitCode {
+    pub(super) fn reproduce(self) -> ExitCode {
         match self {
             Ended::Code(code) => ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX)),
             Ended::Signal(number) => {
@@ -38,7 +38,7 @@ impl Ended {
 
 /// Blocks until standard input (the pipe from upkeep) reaches its end or fails: upkeep closed
 /// it (the command timed out or was cancelled) or upkeep is gone, however it ended.
-pub fn wait_for_upkeep_to_let_go() {
+pub(super) fn wait_for_upkeep_to_let_go() {
     let mut stdin = io::stdin();
     let mut buffer = [0u8; 64];
     loop {

@@ -29,9 +29,9 @@ use super::plan::{Cleanup, Kernel, Namespaces, Network, Probe, Proc};
 use super::supervision::{Ended, wait_for_upkeep_to_let_go};
 use super::{confine, reaper};
 
-pub use super::cgroup::remove_leftover as remove_leftover_cgroup;
-pub use super::confine::run as confine_stage;
-pub use super::reaper::reap_adopted;
+pub(super) use super::cgroup::remove_leftover as remove_leftover_cgroup;
+pub(super) use super::confine::run as confine_stage;
+pub(super) use super::reaper::reap_adopted;
 
 /// How upkeep runs itself: robust against the executable being replaced while upkeep runs.
 const SELF_EXE: &str = "/proc/self/exe";
@@ -40,7 +40,7 @@ const SELF_EXE: &str = "/proc/self/exe";
 const CLEANUP_DEADLINE: Duration = Duration::from_secs(10);
 
 /// The executable the runner starts the trampoline from: upkeep's own.
-pub fn self_exe() -> io::Result<PathBuf> {
+pub(super) fn self_exe() -> io::Result<PathBuf> {
     Ok(PathBuf::from(SELF_EXE))
 }
 
@@ -58,19 +58,19 @@ pub fn harden_process() -> Result<(), nix::Error> {
 }
 
 /// A pipe whose ends are closed on `exec` (the runner's control pipe to a supervisor).
-pub fn control_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn control_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
 }
 
 /// Whether orphans of a command can reach upkeep (it is a child subreaper), so that the runner
 /// must look for them after a supervisor died.
-pub fn adopts_orphans() -> bool {
+pub(super) fn adopts_orphans() -> bool {
     nix::sys::prctl::get_child_subreaper().unwrap_or(false)
 }
 
 /// `probe`: finds out what the machine offers, in this throw-away process (making namespaces
 /// changes the process that makes them), and prints it as JSON.
-pub fn probe_stage() -> ExitCode {
+pub(super) fn probe_stage() -> ExitCode {
     let landlock = confine::landlock_support();
     let root = nix::unistd::geteuid().is_root();
     let probe = Probe {
@@ -111,10 +111,10 @@ pub fn probe_stage() -> ExitCode {
 
 /// The stage that tries, as the init of a new PID namespace, to mount a private `/proc` (see
 /// [`probe_stage`]).
-pub const PROBE_PROC: &str = "probe-proc";
+pub(super) const PROBE_PROC: &str = "probe-proc";
 
 /// `probe-proc`: succeeds when a private `/proc` could be mounted here.
-pub fn probe_proc_stage() -> ExitCode {
+pub(super) fn probe_proc_stage() -> ExitCode {
     match namespaces::mount_private_proc() {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => fail(EXIT_CANNOT_RUN, &message),
@@ -122,7 +122,7 @@ pub fn probe_proc_stage() -> ExitCode {
 }
 
 /// The supervisor stage (see the module documentation of `trampoline`).
-pub fn supervise(invocation: &Invocation) -> ExitCode {
+pub(super) fn supervise(invocation: &Invocation) -> ExitCode {
     let policy = &invocation.policy;
     let plan = &policy.plan;
     let pid_namespace = plan.cleanup == Cleanup::PidNamespace;
@@ -273,7 +273,7 @@ fn reported_end(reader: OwnedFd) -> Option<Ended> {
 
 /// Runs the probe stage in a child process and reads what it found. Anything going wrong
 /// means nothing is available.
-pub async fn probe() -> Probe {
+pub(super) async fn probe() -> Probe {
     let output = tokio::process::Command::new(SELF_EXE)
         .args([SUBCOMMAND, "probe"])
         .env_clear()

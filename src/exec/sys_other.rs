@@ -32,19 +32,19 @@ use super::plan::{Capabilities, Cleanup, Filesystem, Kernel, Namespaces, Network
 use super::supervision::{Ended, wait_for_upkeep_to_let_go};
 
 /// The executable the runner starts the trampoline from: upkeep's own.
-pub fn self_exe() -> io::Result<PathBuf> {
+pub(super) fn self_exe() -> io::Result<PathBuf> {
     std::env::current_exe()
 }
 
 /// Nothing to harden with here: there is no `/proc/<pid>/environ` to close, but see
 /// `docs/commands.md`: a process of the same user can read upkeep's environment by other means.
-pub fn harden_process() -> Result<(), nix::Error> {
+pub(super) fn harden_process() -> Result<(), nix::Error> {
     Ok(())
 }
 
 /// A pipe whose ends are closed on `exec` (the runner's control pipe to a supervisor). Without
 /// `pipe2`, the flag is set right after the pipe is made, as the standard library does here.
-pub fn control_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+pub(super) fn control_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let (reader, writer) = nix::unistd::pipe()?;
     for end in [&reader, &writer] {
         fcntl(end, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
@@ -53,15 +53,15 @@ pub fn control_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 /// No pids cgroups here: nothing is ever left to remove.
-pub fn remove_leftover_cgroup(_supervisor: u32) {}
+pub(super) fn remove_leftover_cgroup(_supervisor: u32) {}
 
 /// No child subreapers here: orphans of a command never reach upkeep.
-pub fn adopts_orphans() -> bool {
+pub(super) fn adopts_orphans() -> bool {
     false
 }
 
 /// Never called: upkeep adopts no orphans here ([`adopts_orphans`]).
-pub fn reap_adopted(_keep: &[Pid], _deadline: Instant) {}
+pub(super) fn reap_adopted(_keep: &[Pid], _deadline: Instant) {}
 
 /// What this machine offers: resource limits and nothing of Linux's.
 fn here() -> Probe {
@@ -72,20 +72,20 @@ fn here() -> Probe {
 }
 
 /// No throw-away process is needed: finding out changes nothing here.
-pub async fn probe() -> Probe {
+pub(super) async fn probe() -> Probe {
     here()
 }
 
 /// The name of Linux's stage that tries to mount a private `/proc`.
-pub const PROBE_PROC: &str = "probe-proc";
+pub(super) const PROBE_PROC: &str = "probe-proc";
 
 /// There is no private `/proc` to mount here.
-pub fn probe_proc_stage() -> ExitCode {
+pub(super) fn probe_proc_stage() -> ExitCode {
     fail(EXIT_CANNOT_RUN, "no private /proc on this system")
 }
 
 /// `probe`: prints what [`probe`] finds, as on Linux.
-pub fn probe_stage() -> ExitCode {
+pub(super) fn probe_stage() -> ExitCode {
     match serde_json::to_string(&here()) {
         Ok(json) if writeln!(io::stdout(), "{json}").is_ok() => ExitCode::SUCCESS,
         _ => ExitCode::from(EXIT_CANNOT_RUN),
@@ -122,7 +122,7 @@ fn linux_only(plan: &SandboxPlan) -> Option<&'static str> {
 }
 
 /// The supervisor stage: limits, the program, and its process group's end.
-pub fn supervise(invocation: &Invocation) -> ExitCode {
+pub(super) fn supervise(invocation: &Invocation) -> ExitCode {
     let policy = &invocation.policy;
     if let Some(missing) = linux_only(&policy.plan) {
         return fail(
@@ -165,7 +165,7 @@ fn ended(status: ExitStatus) -> Option<Ended> {
 
 /// There is no confinement stage here: nothing has to be set between the supervisor and the
 /// program but the resource limits, which the supervisor sets on itself.
-pub fn confine_stage(_invocation: &Invocation) -> ExitCode {
+pub(super) fn confine_stage(_invocation: &Invocation) -> ExitCode {
     fail(EXIT_CANNOT_RUN, "the confinement stage exists only on Linux")
 }
 

@@ -21,14 +21,14 @@ struct Ledger {
 }
 
 #[derive(Debug)]
-pub struct FleetBudget {
+pub(crate) struct FleetBudget {
     limit: Option<f64>,
     ledger: Mutex<Ledger>,
 }
 
 /// What a starting run may spend.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Share {
+pub(crate) enum Share {
     /// No fleet budget: the run's own `--max-cost`, if any, applies.
     Unlimited,
     /// At most this many US dollars.
@@ -38,7 +38,7 @@ pub enum Share {
 }
 
 impl FleetBudget {
-    pub fn new(limit: Option<f64>) -> Self {
+    pub(crate) fn new(limit: Option<f64>) -> Self {
         Self {
             limit,
             ledger: Mutex::new(Ledger::default()),
@@ -52,7 +52,7 @@ impl FleetBudget {
 
     /// Reserves a share for a run that starts while `free_slots` slots (its own included) are
     /// free.
-    pub fn reserve(&self, free_slots: usize) -> Share {
+    pub(crate) fn reserve(&self, free_slots: usize) -> Share {
         let Some(limit) = self.limit else {
             return Share::Unlimited;
         };
@@ -67,7 +67,7 @@ impl FleetBudget {
     }
 
     /// A run that held `share` ended having spent `spent`.
-    pub fn settle(&self, share: Share, spent: f64) {
+    pub(crate) fn settle(&self, share: Share, spent: f64) {
         let mut ledger = self.ledger();
         if let Share::Capped(held) = share {
             ledger.held = (ledger.held - held).max(0.0);
@@ -75,7 +75,8 @@ impl FleetBudget {
         ledger.spent += spent;
     }
 
-    pub fn spent(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn spent(&self) -> f64 {
         self.ledger().spent
     }
 }

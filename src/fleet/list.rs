@@ -25,7 +25,7 @@ const MAX_LIST_BYTES: u64 = 16 * 1024 * 1024;
 
 /// One repository of the fleet.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FleetEntry {
+pub(crate) struct FleetEntry {
     /// What the table and the events call it: `owner/name`, a URL, or a path.
     pub display: String,
     /// What the repository's run gets as `--repo`.
@@ -45,7 +45,7 @@ struct TomlList {
 
 /// Reads `--repos FILE`. Entries keep the file's order; a repository listed twice (under any of
 /// its names) is kept once, with a warning from the caller (see [`dedupe`]).
-pub fn read_list(path: &Path, github_server: &str) -> Result<Vec<FleetEntry>, ConfigError> {
+pub(crate) fn read_list(path: &Path, github_server: &str) -> Result<Vec<FleetEntry>, ConfigError> {
     let text = read_capped(path)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let is_toml = path
@@ -133,7 +133,7 @@ fn entry_for(spec: &str, dir: &Path, github_server: &str) -> Result<FleetEntry, 
 
 /// An entry of an organisation's listing (`owner/name` as GitHub gives it), cloned from the
 /// operator's GitHub server.
-pub fn github_entry(full_name: &str, github_server: &str) -> FleetEntry {
+pub(crate) fn github_entry(full_name: &str, github_server: &str) -> FleetEntry {
     FleetEntry {
         display: full_name.to_owned(),
         repo_arg: format!("{}/{full_name}.git", github_server.trim_end_matches('/')),
@@ -143,7 +143,7 @@ pub fn github_entry(full_name: &str, github_server: &str) -> FleetEntry {
 }
 
 /// The normalised name of a repository (see the module documentation).
-pub fn normalised_name(source: &RepoSource) -> String {
+pub(crate) fn normalised_name(source: &RepoSource) -> String {
     match source {
         RepoSource::GitHub { owner, name, .. } => format!("{owner}/{name}").to_ascii_lowercase(),
         RepoSource::Local(path) => path.display().to_string(),
@@ -167,7 +167,7 @@ fn normalised_url(url: &str) -> String {
 }
 
 /// Keeps the first entry of each normalised name; returns the names that were listed twice.
-pub fn dedupe(entries: Vec<FleetEntry>) -> (Vec<FleetEntry>, Vec<String>) {
+pub(crate) fn dedupe(entries: Vec<FleetEntry>) -> (Vec<FleetEntry>, Vec<String>) {
     let mut seen = std::collections::HashSet::new();
     let mut kept = Vec::with_capacity(entries.len());
     let mut repeated = Vec::new();

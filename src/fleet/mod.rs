@@ -11,13 +11,13 @@
 //! writes a GitHub Actions matrix workflow, and `deploy/kubernetes/` holds an Indexed Job.
 //! `docs/fleet.md` compares the three ways.
 
-pub mod budget;
+pub(crate) mod budget;
 mod jobs;
-pub mod list;
+pub(crate) mod list;
 mod member;
-pub mod overrides;
-pub mod report;
-pub mod shard;
-pub mod table;
+pub(crate) mod overrides;
+pub(crate) mod report;
+pub(crate) mod shard;
+pub(crate) mod table;
 
 pub use jobs::{DEFAULT_JOBS, run};

@@ -19,14 +19,14 @@ use crate::config::ConfigError;
 /// The options one `[[repos]]` table gives, as written there (checked to be `RunOptions` keys
 /// of the right types when the list is read).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunOverrides {
+pub(crate) struct RunOverrides {
     given: toml::Table,
 }
 
 impl RunOverrides {
     /// Reads a table's options; paths in the list are relative to the list file's directory.
     /// Errors name the key that is unknown or of the wrong type.
-    pub fn parse(table: toml::Table, dir: &Path) -> Result<Self, String> {
+    pub(crate) fn parse(table: toml::Table, dir: &Path) -> Result<Self, String> {
         let mut options: RunOptions = toml::Value::Table(table.clone())
             .try_into()
             .map_err(|error: toml::de::Error| error.to_string())?;
@@ -45,12 +45,13 @@ impl RunOverrides {
     }
 
     /// The option named `key`, as the table gave it (paths made absolute).
-    pub fn get(&self, key: &str) -> Option<&toml::Value> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, key: &str) -> Option<&toml::Value> {
         self.given.get(key)
     }
 
     /// The fleet's options with this repository's laid over them.
-    pub fn apply(&self, fleet: &RunOptions) -> Result<RunOptions, ConfigError> {
+    pub(crate) fn apply(&self, fleet: &RunOptions) -> Result<RunOptions, ConfigError> {
         if self.given.is_empty() {
             return Ok(fleet.clone());
         }

@@ -45,7 +45,7 @@ fn report_to_actions(
 }
 
 /// The end of a fleet: table, event, Actions report; returns the exit status.
-pub fn finished(
+pub(crate) fn finished(
     events: &EventSink,
     actions: Option<&Actions>,
     shard: Option<Shard>,
@@ -69,7 +69,7 @@ pub fn finished(
 }
 
 /// A fleet that could not start: the reason, and `fleet_finished` with no repositories.
-pub fn start_failed(events: Option<&EventSink>, message: &str, status: ExitStatus) -> ExitStatus {
+pub(crate) fn start_failed(events: Option<&EventSink>, message: &str, status: ExitStatus) -> ExitStatus {
     let redactor = Redactor::from_env();
     eprintln!(
         "upkeep fleet: {}",
@@ -92,7 +92,7 @@ pub fn start_failed(events: Option<&EventSink>, message: &str, status: ExitStatu
 
 /// A repository whose options did not resolve: said on stderr (tagged), and `run_finished`
 /// with `repo` for `--json` and `--trace`, as every run ends with one.
-pub fn repository_usage_error(args: &RunArgs, repo: &str, summary: &RunSummary) {
+pub(crate) fn repository_usage_error(args: &RunArgs, repo: &str, summary: &RunSummary) {
     let trace = args.trace.as_deref().and_then(|path| crate::run::open_trace(path).ok());
     let events = EventSink::new(Redactor::from_env(), args.json, trace, Verbosity::Quiet).for_repo(repo.to_owned());
     events.alert(&format!(

@@ -13,10 +13,10 @@
 use sha2::{Digest, Sha256};
 
 /// Largest N accepted; far more workers than any fleet needs.
-pub const MAX_SHARDS: u32 = 10_000;
+pub(crate) const MAX_SHARDS: u32 = 10_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
+pub(crate) struct Shard {
     pub index: u32,
     pub count: u32,
 }
@@ -47,7 +47,7 @@ impl std::fmt::Display for Shard {
 }
 
 /// The shard (0..count) of a repository with this normalised name. `count` must be at least 1.
-pub fn shard_of(key: &str, count: u32) -> u32 {
+pub(crate) fn shard_of(key: &str, count: u32) -> u32 {
     let digest = Sha256::digest(key.as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
@@ -55,7 +55,7 @@ pub fn shard_of(key: &str, count: u32) -> u32 {
 }
 
 impl Shard {
-    pub fn contains(&self, key: &str) -> bool {
+    pub(crate) fn contains(&self, key: &str) -> bool {
         shard_of(key, self.count) == self.index
     }
 }

@@ -34,12 +34,12 @@ fn total(outcomes: &[RepoOutcome]) -> [String; 5] {
 }
 
 /// The fleet's cost. (Summed from +0.0: an empty `f64` sum is -0.0, which prints as "$-0.0000".)
-pub fn total_cost(outcomes: &[RepoOutcome]) -> f64 {
+pub(crate) fn total_cost(outcomes: &[RepoOutcome]) -> f64 {
     outcomes.iter().fold(0.0, |total, outcome| total + outcome.cost_usd)
 }
 
 /// The table for a terminal (column widths from the content; numbers right-aligned).
-pub fn render_text(outcomes: &[RepoOutcome]) -> String {
+pub(crate) fn render_text(outcomes: &[RepoOutcome]) -> String {
     let mut rows: Vec<[String; 5]> = vec![HEADERS.map(str::to_owned)];
     rows.extend(outcomes.iter().map(cells));
     rows.push(total(outcomes));
@@ -83,7 +83,7 @@ fn markdown_cell(text: &str) -> String {
 }
 
 /// The table as Markdown, for a job summary. `title` heads it (the shard, for one worker).
-pub fn render_markdown(title: &str, outcomes: &[RepoOutcome]) -> String {
+pub(crate) fn render_markdown(title: &str, outcomes: &[RepoOutcome]) -> String {
     let mut text = format!("## {}\n\n", markdown_cell(title));
     let _ = writeln!(text, "| {} |", HEADERS.join(" | "));
     let _ = writeln!(text, "|---|---|---:|---:|---:|");

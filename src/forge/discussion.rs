@@ -23,7 +23,7 @@ pub enum Role {
 }
 
 /// The `author_association` values that mean write access.
-pub const WRITE_ACCESS: &[&str] = &["OWNER", "MEMBER", "COLLABORATOR"];
+pub(crate) const WRITE_ACCESS: &[&str] = &["OWNER", "MEMBER", "COLLABORATOR"];
 
 impl Role {
     /// The role of `login` with GitHub's `author_association`, given the bot's login (`None`
@@ -76,10 +76,10 @@ pub struct ReviewThread {
 
 /// Hidden in the bot's summary comment on a pull request, listing the review threads it
 /// answered: `<!-- upkeep:answered 12,15 -->`.
-pub const ANSWERED_MARKER: &str = "<!-- upkeep:answered";
+pub(crate) const ANSWERED_MARKER: &str = "<!-- upkeep:answered";
 
 /// The marker that says a summary comment answered `threads`.
-pub fn answered_marker(threads: &[u64]) -> String {
+pub(crate) fn answered_marker(threads: &[u64]) -> String {
     let ids: Vec<String> = threads.iter().map(u64::to_string).collect();
     format!("{ANSWERED_MARKER} {} -->", ids.join(","))
 }
@@ -87,7 +87,7 @@ pub fn answered_marker(threads: &[u64]) -> String {
 /// The threads a comment's [`ANSWERED_MARKER`] lists (the caller checks who wrote it). Only a
 /// marker on the comment's first line counts: that is where upkeep writes it, and the rest of a
 /// summary is the model's text, which must not settle threads by quoting a marker.
-pub fn answered_threads(body: &str) -> Vec<u64> {
+pub(crate) fn answered_threads(body: &str) -> Vec<u64> {
     let first = body.trim_start().lines().next().unwrap_or_default();
     first
         .strip_prefix(ANSWERED_MARKER)
@@ -242,7 +242,7 @@ pub struct ContinuedPullRequest {
 }
 
 /// The issue number a bot branch `upkeep/<N>-...` is for.
-pub fn issue_of_branch(branch: &str) -> Option<u64> {
+pub(crate) fn issue_of_branch(branch: &str) -> Option<u64> {
     let rest = branch.strip_prefix(crate::repo::BOT_BRANCH_PREFIX)?;
     let (number, _) = rest.split_once('-')?;
     number.parse().ok()

@@ -10,12 +10,12 @@ use super::{
 };
 use crate::repo::Workspace;
 
-pub struct DryRun {
+pub(crate) struct DryRun {
     inner: Box<dyn Forge>,
 }
 
 impl DryRun {
-    pub fn new(inner: Box<dyn Forge>) -> Self {
+    pub(crate) fn new(inner: Box<dyn Forge>) -> Self {
         Self { inner }
     }
 }

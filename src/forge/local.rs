@@ -15,14 +15,14 @@ use crate::repo::source::LocalSource;
 use crate::repo::{Workspace, WorkspaceError};
 
 #[derive(Debug)]
-pub struct LocalForge {
+pub(crate) struct LocalForge {
     source: LocalSource,
     /// The run's `--task`, kept with a question about it so that answering resumes it.
     task: Option<String>,
 }
 
 impl LocalForge {
-    pub fn new(source: PathBuf) -> Self {
+    pub(crate) fn new(source: PathBuf) -> Self {
         Self {
             source: LocalSource::new(source),
             task: None,
@@ -30,13 +30,13 @@ impl LocalForge {
     }
 
     /// The email the bot commits with: bot branches holding anyone else's commits are kept.
-    pub fn with_bot_email(mut self, email: &str) -> Self {
+    pub(crate) fn with_bot_email(mut self, email: &str) -> Self {
         self.source = self.source.with_bot_email(email);
         self
     }
 
     /// The task the run works (`--task`), for the questions asked about it.
-    pub fn with_task(mut self, task: Option<String>) -> Self {
+    pub(crate) fn with_task(mut self, task: Option<String>) -> Self {
         self.task = task;
         self
     }
@@ -50,7 +50,7 @@ impl LocalForge {
 /// [`LocalForge`] writes it: `file://<repository>#<branch>`), for the person reading the run's
 /// output: a `file://` link opens nothing. `git diff ...branch` shows what the branch adds to the
 /// checked-out branch, which is the base unless `--base` named another.
-pub fn review_commands(url: &str) -> Option<String> {
+pub(crate) fn review_commands(url: &str) -> Option<String> {
     let (path, branch) = url.strip_prefix("file://")?.rsplit_once('#')?;
     let repository = shlex::try_quote(path).ok()?;
     let branch = shlex::try_quote(branch).ok()?;

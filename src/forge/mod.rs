@@ -16,13 +16,13 @@ pub use discussion::{
 };
 
 pub mod checks;
-pub mod closing;
-pub mod discussion;
-pub mod dry_run;
+pub(crate) mod closing;
+pub(crate) mod discussion;
+pub(crate) mod dry_run;
 pub mod fix_attempts;
 pub mod github;
-pub mod local;
-pub mod none;
+pub(crate) mod local;
+pub(crate) mod none;
 pub mod task;
 
 /// What `create_pull_request` asks the forge to publish. The branch is already committed in

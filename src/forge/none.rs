@@ -8,7 +8,7 @@ use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, r
 use crate::repo::Workspace;
 
 #[derive(Debug, Default)]
-pub struct NoForge;
+pub(crate) struct NoForge;
 
 #[async_trait]
 impl Forge for NoForge {

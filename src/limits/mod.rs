@@ -21,14 +21,14 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-pub mod schedule;
+pub(crate) mod schedule;
 
 use crate::forge::{Forge, ForgeError, PullRequest};
 use crate::outcome::Outcome;
 use schedule::{Schedule, ScheduleKeys};
 
-pub const DEFAULT_PR_LIMIT: u32 = 5;
-pub const DEFAULT_PR_HOURLY_LIMIT: u32 = 2;
+pub(crate) const DEFAULT_PR_LIMIT: u32 = 5;
+pub(crate) const DEFAULT_PR_HOURLY_LIMIT: u32 = 2;
 
 /// The limits of one repository's run, the operator's tightened by the repository's.
 #[derive(Debug, Clone, Default)]

@@ -73,7 +73,7 @@ pub(super) struct Endpoint {
 }
 
 impl Endpoint {
-    pub fn new(
+    pub(super) fn new(
         provider: &'static str,
         url: String,
         api_key: Option<SecretString>,
@@ -96,7 +96,7 @@ impl Endpoint {
 
     /// Sends `body` (with the provider's headers added by `headers`) and returns the response
     /// once its status is a success; any other status becomes the matching error.
-    pub async fn open(
+    pub(super) async fn open(
         &self,
         body: &Value,
         headers: impl FnOnce(reqwest::RequestBuilder) -> Result<reqwest::RequestBuilder, ProviderError>,
@@ -119,7 +119,7 @@ impl Endpoint {
 
     /// An error the API reported, as an HTTP status (an error event inside a stream carries the
     /// status its kind stands for). Context-length complaints get their own variant.
-    pub fn http_error(&self, status: u16, message: String, retry_after: Option<Duration>) -> ProviderError {
+    pub(super) fn http_error(&self, status: u16, message: String, retry_after: Option<Duration>) -> ProviderError {
         let message = self.redact(message);
         if is_context_length(status, &message) {
             return ProviderError::ContextLength {
@@ -137,7 +137,7 @@ impl Endpoint {
     }
 
     /// No data for the whole idle timeout.
-    pub fn idle_timeout_error(&self, waiting_for: &str) -> ProviderError {
+    pub(super) fn idle_timeout_error(&self, waiting_for: &str) -> ProviderError {
         ProviderError::Transport {
             provider: self.provider,
             message: format!(
@@ -150,7 +150,7 @@ impl Endpoint {
     }
 
     /// A reply that streamed past its time limit (see [`super::stream`]).
-    pub fn stream_time_error(&self) -> ProviderError {
+    pub(super) fn stream_time_error(&self) -> ProviderError {
         let limit = self.idle_timeout.saturating_mul(super::stream::STREAM_TIME_FACTOR);
         ProviderError::StreamLimit {
             provider: self.provider,
@@ -165,7 +165,7 @@ impl Endpoint {
 
     /// A request that got no (whole) answer. The cause chain is kept because "connection
     /// refused" is the useful part; reqwest's own copy of the URL is dropped for ours.
-    pub fn transport(&self, error: reqwest::Error) -> ProviderError {
+    pub(super) fn transport(&self, error: reqwest::Error) -> ProviderError {
         let timed_out = error.is_timeout();
         let chain = crate::text::error_chain(&error.without_url());
         let mut message = format!("request to {} failed: {}", self.shown_url, self.redact(chain));
@@ -198,7 +198,7 @@ impl Endpoint {
     }
 
     /// `text` with the API key replaced, should a server echo it.
-    pub fn redact(&self, text: String) -> String {
+    pub(super) fn redact(&self, text: String) -> String {
         self.redactor.redact(&text)
     }
 }

@@ -17,15 +17,15 @@ pub mod gemini;
 mod http;
 pub mod ollama;
 pub mod openai;
-pub mod pricing;
-pub mod replay;
-pub mod reply_form;
+pub(crate) mod pricing;
+pub(crate) mod replay;
+pub(crate) mod reply_form;
 pub mod retry;
-pub mod schema;
-pub mod server_facts;
+pub(crate) mod schema;
+pub(crate) mod server_facts;
 mod stream;
-pub mod tokens;
-pub mod window;
+pub(crate) mod tokens;
+pub(crate) mod window;
 
 /// Who said a message in the conversation. The system prompt travels separately because every
 /// API puts it somewhere different.

@@ -49,7 +49,7 @@ const BUILT_IN: &[Row] = &[
 ];
 
 /// The price of `model`: an override first, then the built-in table; `None` when unknown.
-pub fn price_for(model: &str, overrides: &BTreeMap<String, Price>) -> Option<Price> {
+pub(crate) fn price_for(model: &str, overrides: &BTreeMap<String, Price>) -> Option<Price> {
     if let Some(price) = overrides.get(model) {
         return Some(*price);
     }
@@ -69,7 +69,7 @@ pub fn price_for(model: &str, overrides: &BTreeMap<String, Price>) -> Option<Pri
 
 /// The cost of `usage` at `price`: uncached input, cached input, cache writes and output, each
 /// at its rate.
-pub fn cost(price: Option<Price>, usage: Usage) -> f64 {
+pub(crate) fn cost(price: Option<Price>, usage: Usage) -> f64 {
     price.map_or(0.0, |price| {
         let cached_rate = price.cached_input_per_mtok.unwrap_or(price.input_per_mtok);
         let write_rate = price.cache_write_per_mtok.unwrap_or(price.input_per_mtok);

@@ -28,21 +28,21 @@ struct Scripted {
     usage: Usage,
 }
 
-pub struct Replay {
+pub(crate) struct Replay {
     replies: Vec<Scripted>,
     /// Which replies were served.
     served: Mutex<Vec<bool>>,
 }
 
 impl Replay {
-    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+    pub(crate) fn from_file(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| ConfigError::key("--replay", format!("{}: {error}", path.display())))?;
         Self::parse(&text).map_err(|problem| ConfigError::key("--replay", format!("{}: {problem}", path.display())))
     }
 
     /// Reads a script; `Err` names the first line that is not JSON.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
         let mut replies = Vec::new();
         for (index, line) in text.lines().enumerate() {
             if line.trim().is_empty() {

@@ -12,7 +12,7 @@ use crate::kinds::StructuredOutputMode;
 
 /// How a reply's shape is asked of the server, strongest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyForm {
+pub(crate) enum ReplyForm {
     /// The API's own schema form (`json_schema`, Anthropic's `output_config`, Gemini's
     /// `responseSchema`, Ollama's `format`).
     JsonSchema,
@@ -34,9 +34,9 @@ impl ReplyForm {
 }
 
 /// The forms of an API that has no `json_object` form.
-pub const SCHEMA_OR_INSTRUCTION: &[ReplyForm] = &[ReplyForm::JsonSchema, ReplyForm::Instruction];
+pub(crate) const SCHEMA_OR_INSTRUCTION: &[ReplyForm] = &[ReplyForm::JsonSchema, ReplyForm::Instruction];
 /// The forms of the Chat Completions API.
-pub const CHAT_COMPLETIONS_FORMS: &[ReplyForm] =
+pub(crate) const CHAT_COMPLETIONS_FORMS: &[ReplyForm] =
     &[ReplyForm::JsonSchema, ReplyForm::JsonObject, ReplyForm::Instruction];
 
 /// Words that name the structured-output parameter itself: a refusal on any status that names
@@ -48,7 +48,7 @@ const FORM_PARAMETERS: &[&str] = &["response_format", "json_schema"];
 /// form and steps down once per refusal, for the rest of the run; a form chosen by hand is kept
 /// whatever the server says.
 #[derive(Debug)]
-pub struct StructuredOutput {
+pub(crate) struct StructuredOutput {
     forms: &'static [ReplyForm],
     /// Index into `forms` of the form sent now.
     current: AtomicUsize,
@@ -58,7 +58,7 @@ pub struct StructuredOutput {
 impl StructuredOutput {
     /// The state for `mode` on an API with `forms` (strongest first, ending with
     /// [`ReplyForm::Instruction`]).
-    pub fn new(mode: StructuredOutputMode, forms: &'static [ReplyForm]) -> Self {
+    pub(crate) fn new(mode: StructuredOutputMode, forms: &'static [ReplyForm]) -> Self {
         let wanted = match mode {
             StructuredOutputMode::Auto | StructuredOutputMode::JsonSchema => ReplyForm::JsonSchema,
             StructuredOutputMode::JsonObject => ReplyForm::JsonObject,
@@ -77,7 +77,7 @@ impl StructuredOutput {
     }
 
     /// The form sent now.
-    pub fn form(&self) -> ReplyForm {
+    pub(crate) fn form(&self) -> ReplyForm {
         self.forms
             .get(self.current.load(Ordering::Relaxed))
             .copied()
@@ -85,7 +85,7 @@ impl StructuredOutput {
     }
 
     /// Whether `form` sends a schema at all.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.form() != ReplyForm::Instruction
     }
 
@@ -93,7 +93,7 @@ impl StructuredOutput {
     /// message mentions one of `markers` (lowercase), or a server error (5xx) that names the
     /// structured-output parameter itself. Other errors are real request errors or
     /// transient failures, and are not answered by stepping down.
-    pub fn is_refusal(&self, status: u16, message: &str, markers: &[&str]) -> bool {
+    pub(crate) fn is_refusal(&self, status: u16, message: &str, markers: &[&str]) -> bool {
         if !self.steps_down || !self.enabled() {
             return false;
         }
@@ -110,7 +110,7 @@ impl StructuredOutput {
     /// Sends with the current form; on a refusal steps down to the next form for the rest of
     /// the run and sends the same request again, until a form is accepted or none is left. Each
     /// refusal costs one request.
-    pub async fn send_with_fallback<T, F, Fut>(
+    pub(crate) async fn send_with_fallback<T, F, Fut>(
         &self,
         provider: &'static str,
         markers: &[&str],

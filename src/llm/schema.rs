@@ -181,22 +181,22 @@ const OLLAMA: Dialect = Dialect {
 };
 
 /// The schema for OpenAI's `response_format` (sent with `strict: false`).
-pub fn openai(schema: &Value) -> Value {
+pub(crate) fn openai(schema: &Value) -> Value {
     transform(schema, &OPENAI)
 }
 
 /// The schema for Anthropic's `output_config.format`.
-pub fn anthropic(schema: &Value) -> Value {
+pub(crate) fn anthropic(schema: &Value) -> Value {
     transform(schema, &ANTHROPIC)
 }
 
 /// The schema for Gemini's `generationConfig.responseJsonSchema`.
-pub fn gemini(schema: &Value) -> Value {
+pub(crate) fn gemini(schema: &Value) -> Value {
     transform(schema, &GEMINI)
 }
 
 /// The schema for Ollama's `format`.
-pub fn ollama(schema: &Value) -> Value {
+pub(crate) fn ollama(schema: &Value) -> Value {
     transform(schema, &OLLAMA)
 }
 

@@ -20,7 +20,7 @@ const CONSERVATIVE_TOKENS_PER_5_BYTES: usize = 2;
 
 /// How a request's text is turned into a token count.
 #[derive(Clone, Copy)]
-pub enum TokenCounter {
+pub(crate) enum TokenCounter {
     /// OpenAI's `o200k_base` encoding.
     O200k(&'static CoreBPE),
     /// One token per 2.5 bytes (see `CONSERVATIVE_TOKENS_PER_5_BYTES`).
@@ -36,7 +36,7 @@ impl std::fmt::Debug for TokenCounter {
 impl TokenCounter {
     /// The counter for `model` asked through `provider`. Loads `o200k_base` (once per process,
     /// off the async threads) for OpenAI's own models.
-    pub async fn for_model(provider: &str, model: &str) -> Self {
+    pub(crate) async fn for_model(provider: &str, model: &str) -> Self {
         if !uses_o200k(provider, model) {
             return TokenCounter::Conservative;
         }
@@ -50,7 +50,7 @@ impl TokenCounter {
     }
 
     /// Tokens in `text`.
-    pub fn count(&self, text: &str) -> u64 {
+    pub(crate) fn count(&self, text: &str) -> u64 {
         match self {
             TokenCounter::O200k(bpe) => bpe.encode_ordinary(text).len() as u64,
             TokenCounter::Conservative => (text.len() * CONSERVATIVE_TOKENS_PER_5_BYTES).div_ceil(5) as u64,
@@ -58,7 +58,7 @@ impl TokenCounter {
     }
 
     /// What the `context` event and the docs call this counter.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             TokenCounter::O200k(_) => "o200k_base",
             TokenCounter::Conservative => "conservative",
@@ -68,7 +68,7 @@ impl TokenCounter {
 
 /// Starts loading the tokenizer `provider`/`model` will need, in the background, so that the
 /// first cycle does not wait for it.
-pub fn preload(provider: &str, model: &str) {
+pub(crate) fn preload(provider: &str, model: &str) {
     if uses_o200k(provider, model) {
         drop(tokio::task::spawn_blocking(tiktoken_rs::o200k_base_singleton));
     }

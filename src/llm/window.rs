@@ -23,10 +23,10 @@ const BUILT_IN: &[(&str, u64)] = &[
 ];
 
 /// The window assumed for a model the table does not know (local models, compatible servers).
-pub const UNKNOWN_MODEL_WINDOW: u64 = 32_768;
+pub(crate) const UNKNOWN_MODEL_WINDOW: u64 = 32_768;
 
 /// The most tokens kept free for the reply; a small window keeps a quarter of itself free.
-pub const MAX_REPLY_RESERVE: u64 = 8_192;
+pub(crate) const MAX_REPLY_RESERVE: u64 = 8_192;
 
 /// Where a window came from, as the `context` event's `window_from` says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -67,12 +67,12 @@ impl ContextWindow {
 }
 
 /// The built-in window of `model`, or [`UNKNOWN_MODEL_WINDOW`].
-pub fn default_window(model: &str) -> u64 {
+pub(crate) fn default_window(model: &str) -> u64 {
     built_in_window(model).unwrap_or(UNKNOWN_MODEL_WINDOW)
 }
 
 /// The built-in table's window for `model`, if it knows the model.
-pub fn built_in_window(model: &str) -> Option<u64> {
+pub(crate) fn built_in_window(model: &str) -> Option<u64> {
     // Provider-qualified names (`openai/gpt-4.1` on OpenRouter, `models/gemini-2.5-pro`).
     let bare = model.rsplit('/').next().unwrap_or(model);
     BUILT_IN
@@ -86,7 +86,7 @@ pub fn built_in_window(model: &str) -> Option<u64> {
 /// (`--context-window`, `[models."name"]`), else the built-in one, else the guess. A compatible
 /// server asked under OpenAI's default name (`--base-url` without `--model`) gets the guess, not
 /// gpt-4.1's million tokens.
-pub fn window_for(settings: &crate::settings::ProviderSettings, model: &str) -> ContextWindow {
+pub(crate) fn window_for(settings: &crate::settings::ProviderSettings, model: &str) -> ContextWindow {
     if let Some(tokens) = settings.context_window {
         return ContextWindow {
             tokens,
@@ -109,13 +109,13 @@ pub fn window_for(settings: &crate::settings::ProviderSettings, model: &str) -> 
 }
 
 /// Tokens kept free for the reply in a window of `window` tokens.
-pub fn reply_reserve(window: u64) -> u64 {
+pub(crate) fn reply_reserve(window: u64) -> u64 {
     MAX_REPLY_RESERVE.min(window / 4)
 }
 
 /// What an overflow error says of the server's own sizes, where it says them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OverflowSizes {
+pub(crate) struct OverflowSizes {
     /// The tokens the server counted for the request.
     pub requested: u64,
     /// The server's context window (llama.cpp's `n_ctx`, vLLM's `max_model_len`).
@@ -125,7 +125,7 @@ pub struct OverflowSizes {
 /// Reads the sizes out of an overflow error: llama.cpp's "request (8317 tokens) exceeds the
 /// available context size (8192 tokens)" and vLLM's "maximum context length is 4096 tokens.
 /// However, you requested 5000 tokens".
-pub fn overflow_sizes(message: &str) -> Option<OverflowSizes> {
+pub(crate) fn overflow_sizes(message: &str) -> Option<OverflowSizes> {
     static PATTERNS: std::sync::OnceLock<[regex::Regex; 2]> = std::sync::OnceLock::new();
     let patterns = PATTERNS.get_or_init(|| {
         [

@@ -57,7 +57,7 @@ impl From<git2::Error> for Failure {
 impl Failure {
     /// The error to report: the stop that ended the work, a stall, a refusal of the
     /// credentials, or `other` with libgit2's message.
-    pub fn into_error(
+    pub(super) fn into_error(
         self,
         transfer: &Transfer,
         stop: &Stop,

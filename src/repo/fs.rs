@@ -33,14 +33,14 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 pub use super::gate_error::GateError;
-pub use super::path::{EntryKind, RepoPath, is_git_name, normalise};
+pub(crate) use super::path::{EntryKind, RepoPath, is_git_name, normalise};
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, MetadataExt, OpenOptions, OpenOptionsExt, PermissionsExt};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// Symlinks followed while resolving one path, at most (the kernel's own limit is 40).
-pub const MAX_LINK_HOPS: usize = 40;
+pub(crate) const MAX_LINK_HOPS: usize = 40;
 
 impl GateError {
     /// An I/O failure on `path`; a missing file is [`GateError::NotFound`].

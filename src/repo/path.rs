@@ -92,12 +92,12 @@ impl EntryKind {
 }
 
 /// Whether a name is `.git` in any letter case.
-pub fn is_git_name(name: &OsStr) -> bool {
+pub(crate) fn is_git_name(name: &OsStr) -> bool {
     name.as_encoded_bytes().eq_ignore_ascii_case(b".git")
 }
 
 /// The clean relative form of a requested path (`./a//b` -> `a/b`), or why it is refused.
-pub fn normalise(requested: &str) -> Result<RepoPath, GateError> {
+pub(crate) fn normalise(requested: &str) -> Result<RepoPath, GateError> {
     if requested.trim().is_empty() {
         return Err(GateError::Empty);
     }

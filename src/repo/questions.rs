@@ -25,7 +25,7 @@ use super::git::WorkspaceError;
 use super::source::LocalSource;
 
 /// The git config section that holds the questions.
-pub const SECTION: &str = "upkeep-question";
+pub(crate) const SECTION: &str = "upkeep-question";
 
 /// A question kept in the source repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,13 +54,13 @@ impl LocalQuestion {
 
 impl LocalSource {
     /// Every question kept in the repository, in key order.
-    pub async fn questions(&self) -> Result<Vec<LocalQuestion>, WorkspaceError> {
+    pub(crate) async fn questions(&self) -> Result<Vec<LocalQuestion>, WorkspaceError> {
         let source = self.clone();
         blocking(move || source.questions_blocking()).await
     }
 
     /// Keeps `question`, replacing any question with the same key.
-    pub async fn record_question(&self, question: LocalQuestion) -> Result<(), WorkspaceError> {
+    pub(crate) async fn record_question(&self, question: LocalQuestion) -> Result<(), WorkspaceError> {
         let source = self.clone();
         blocking(move || {
             let repo = source.open()?;
@@ -86,7 +86,7 @@ impl LocalSource {
     }
 
     /// Records the answer to the question with `key`.
-    pub async fn record_answer(&self, key: &str, answer: &str) -> Result<(), WorkspaceError> {
+    pub(crate) async fn record_answer(&self, key: &str, answer: &str) -> Result<(), WorkspaceError> {
         let (source, key, answer) = (self.clone(), key.to_owned(), answer.to_owned());
         blocking(move || {
             let repo = source.open()?;
@@ -97,7 +97,7 @@ impl LocalSource {
     }
 
     /// Forgets the question with `key` (its exchange reached a cycle that ended).
-    pub async fn forget_question(&self, key: &str) -> Result<(), WorkspaceError> {
+    pub(crate) async fn forget_question(&self, key: &str) -> Result<(), WorkspaceError> {
         let (source, key) = (self.clone(), key.to_owned());
         blocking(move || remove(&source.open()?, &key)).await
     }
@@ -172,7 +172,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 /// The line printed when a question is recorded: where, and the command that answers it.
-pub fn where_to_answer(path: &Path, question: &LocalQuestion) -> String {
+pub(crate) fn where_to_answer(path: &Path, question: &LocalQuestion) -> String {
     format!(
         "question recorded in {} (git config {SECTION}.{}.question); answer it with:\n  {}",
         path.display(),
@@ -182,7 +182,7 @@ pub fn where_to_answer(path: &Path, question: &LocalQuestion) -> String {
 }
 
 /// The exact command that answers `question`.
-pub fn answer_command(path: &Path, question: &LocalQuestion) -> String {
+pub(crate) fn answer_command(path: &Path, question: &LocalQuestion) -> String {
     let selector = match (question.issue, &question.task) {
         (Some(number), _) => format!(" --issue {number}"),
         (None, Some(task)) => format!(" --task {}", shell_quote(task)),
@@ -195,7 +195,7 @@ pub fn answer_command(path: &Path, question: &LocalQuestion) -> String {
 }
 
 /// `text` as one POSIX shell word.
-pub fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     let plain = !text.is_empty()
         && text
             .chars()

@@ -33,7 +33,7 @@ const OUTSIDE_LEVELS: [ConfigLevel; 4] = [
 /// Makes libgit2 ignore every configuration outside the repository and installs upkeep's HTTP
 /// transport ([`super::transport`]). Idempotent and cheap after the first call; blocks while
 /// another thread runs the first call.
-pub fn setup() -> Result<(), Error> {
+pub(crate) fn setup() -> Result<(), Error> {
     static DONE: OnceLock<Result<(), String>> = OnceLock::new();
     DONE.get_or_init(|| {
         // libgit2's object cache keeps every tree and commit read, for lookups upkeep never
@@ -47,14 +47,14 @@ pub fn setup() -> Result<(), Error> {
 
 /// Opens a repository for reading (the operator's `--repo`, the demo's sample) after [`setup`],
 /// so that no code path reaches libgit2 before it is blind to user and system configuration.
-pub fn open_repository(path: &std::path::Path) -> Result<git2::Repository, Error> {
+pub(crate) fn open_repository(path: &std::path::Path) -> Result<git2::Repository, Error> {
     setup()?;
     git2::Repository::open(path)
 }
 
 /// Opens the repository that `path` is in: the path itself, or the nearest enclosing work tree
 /// or git directory (git's own discovery), after [`setup`].
-pub fn discover_repository(path: &std::path::Path) -> Result<git2::Repository, Error> {
+pub(crate) fn discover_repository(path: &std::path::Path) -> Result<git2::Repository, Error> {
     setup()?;
     git2::Repository::discover(path)
 }
@@ -63,7 +63,7 @@ pub fn discover_repository(path: &std::path::Path) -> Result<git2::Repository, E
 /// governed by `transfer` for the HTTP(S) requests it makes; the transfer is forgotten again
 /// afterwards, even on a panic. Errs only if libgit2 cannot be set up; the operation's own
 /// result is returned as it is.
-pub fn with_transfer<T>(transfer: &Arc<Transfer>, operation: impl FnOnce() -> T) -> Result<T, Error> {
+pub(crate) fn with_transfer<T>(transfer: &Arc<Transfer>, operation: impl FnOnce() -> T) -> Result<T, Error> {
     setup()?;
     Ok(scoped(transfer, operation))
 }

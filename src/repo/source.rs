@@ -19,7 +19,7 @@ use super::git::{BOT_BRANCH_PREFIX, Workspace, WorkspaceError};
 
 /// One of the bot's branches in the source, not merged into the base yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BotBranch {
+pub(crate) struct BotBranch {
     pub name: String,
     /// The first line of the branch description, or the name when it has none.
     pub title: String,
@@ -32,7 +32,7 @@ pub struct BotBranch {
 const TASK_KEY_CONFIG: &str = "upkeeptask";
 
 #[derive(Debug, Clone)]
-pub struct LocalSource {
+pub(crate) struct LocalSource {
     path: PathBuf,
     /// The email on the bot's commits: a bot branch holding commits by anyone else is never
     /// moved to a tip that drops them.
@@ -40,7 +40,7 @@ pub struct LocalSource {
 }
 
 impl LocalSource {
-    pub fn new(path: PathBuf) -> Self {
+    pub(crate) fn new(path: PathBuf) -> Self {
         Self {
             path,
             bot_email: crate::repo::Identity::default().email,
@@ -48,12 +48,12 @@ impl LocalSource {
     }
 
     /// The email the bot commits with (`--author-email`).
-    pub fn with_bot_email(mut self, email: &str) -> Self {
+    pub(crate) fn with_bot_email(mut self, email: &str) -> Self {
         self.bot_email = email.to_owned();
         self
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -81,7 +81,7 @@ impl LocalSource {
     }
 
     /// The bot's branches that are not merged into `base` (on a blocking thread).
-    pub async fn open_bot_branches(&self, base: &str) -> Result<Vec<BotBranch>, WorkspaceError> {
+    pub(crate) async fn open_bot_branches(&self, base: &str) -> Result<Vec<BotBranch>, WorkspaceError> {
         let (source, base) = (self.clone(), base.to_owned());
         tokio::task::spawn_blocking(move || source.open_bot_branches_blocking(&base))
             .await
@@ -127,7 +127,7 @@ impl LocalSource {
     /// description and `task_key` beside it, on a blocking thread. Returns whether the branch
     /// existed before. Refused when the branch is checked out in the source (moving it would
     /// desynchronise that work tree).
-    pub async fn publish(
+    pub(crate) async fn publish(
         &self,
         workspace: &Workspace,
         branch: &str,
@@ -144,7 +144,7 @@ impl LocalSource {
             .await
     }
 
-    pub fn publish_blocking(
+    pub(crate) fn publish_blocking(
         &self,
         workspace: &Workspace,
         branch: &str,

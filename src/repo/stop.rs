@@ -65,4 +65,4 @@ impl Stop {
 }
 
 /// How long a transfer may go without a byte moving before it is abandoned.
-pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(120);

@@ -29,7 +29,7 @@ thread_local! {
 }
 
 /// What the transfers of one git operation (a clone, fetch or push) may do.
-pub struct Transfer {
+pub(crate) struct Transfer {
     token: Option<SecretString>,
     /// The only origin the token is sent to: the operator's URL's.
     origin: Option<Origin>,
@@ -40,7 +40,7 @@ pub struct Transfer {
 
 impl Transfer {
     /// For an operation on the repository at `url` (the URL the operator gave).
-    pub fn new(url: &str, token: Option<SecretString>, stop: Stop, stall: Duration) -> Arc<Self> {
+    pub(crate) fn new(url: &str, token: Option<SecretString>, stop: Stop, stall: Duration) -> Arc<Self> {
         Arc::new(Self {
             origin: origin_of(url),
             token,
@@ -51,11 +51,11 @@ impl Transfer {
     }
 
     /// Whether a transfer was abandoned because nothing moved for the stall timeout.
-    pub fn stalled(&self) -> bool {
+    pub(crate) fn stalled(&self) -> bool {
         self.stalled.load(Ordering::Relaxed)
     }
 
-    pub fn stall_timeout(&self) -> Duration {
+    pub(crate) fn stall_timeout(&self) -> Duration {
         self.stall
     }
 

@@ -46,7 +46,7 @@ use super::transfer::current;
 use super::waiting::{Activity, wait};
 
 /// What an operation's transfers may do: built by the code that starts a fetch or push.
-pub use super::transfer::Transfer;
+pub(crate) use super::transfer::Transfer;
 
 /// The user agent git hosts see. Some serve the smart protocol only to agents that start with
 /// `git/`.

@@ -67,7 +67,7 @@ fn ignored(levels: &[Option<Gitignore>], path: &RepoPath, is_dir: bool) -> bool 
 /// with each directory's entries sorted by name, until `visit` breaks or `cancel` is cancelled
 /// (the caller then drops what it collected). Directories that cannot be read are skipped (a
 /// walk lists what it can).
-pub fn walk(
+pub(crate) fn walk(
     tree: &WorkTree,
     start: &RepoPath,
     cancel: &CancellationToken,
@@ -127,7 +127,7 @@ fn walk_dir(
 
 /// Unignored files and symlinks under `start`, at most `limit`; the flag says whether more were
 /// left out. Cut short when `cancel` is cancelled.
-pub fn list(
+pub(crate) fn list(
     tree: &WorkTree,
     start: &RepoPath,
     limit: usize,

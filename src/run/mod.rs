@@ -40,7 +40,7 @@ use runner::Runner;
 const CLEANUP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The secrets this run knows: every credential variable in the environment.
-pub fn redactor_for(config: &Config) -> Redactor {
+pub(crate) fn redactor_for(config: &Config) -> Redactor {
     let mut redactor = Redactor::from_env();
     if let Some(key) = &config.provider.api_key {
         redactor.add(key.clone());
@@ -52,7 +52,7 @@ pub fn redactor_for(config: &Config) -> Redactor {
 }
 
 /// Opens `--trace FILE` for appending (runs of a fleet share it).
-pub fn open_trace(path: &std::path::Path) -> Result<std::fs::File, ConfigError> {
+pub(crate) fn open_trace(path: &std::path::Path) -> Result<std::fs::File, ConfigError> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -61,7 +61,7 @@ pub fn open_trace(path: &std::path::Path) -> Result<std::fs::File, ConfigError> 
 }
 
 /// Opens the event sink a run writes to.
-pub fn event_sink(config: &Config) -> Result<EventSink, ConfigError> {
+pub(crate) fn event_sink(config: &Config) -> Result<EventSink, ConfigError> {
     let trace = config.trace.as_deref().map(open_trace).transpose()?;
     let verbosity = if config.quiet {
         Verbosity::Quiet
@@ -99,7 +99,7 @@ fn build_forge(config: &Config) -> Result<Box<dyn Forge>, ConfigError> {
 
 /// Runs upkeep as configured. Never panics on bad input; every path out emits `run_finished`
 /// (except a trace file that cannot be opened, which is reported before the run starts).
-pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
+pub(crate) async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
     let events = match event_sink(&config) {
         Ok(events) => events,
         Err(error) => {
@@ -142,7 +142,7 @@ pub async fn run(config: Config, cancel: CancellationToken) -> RunSummary {
 /// the briefing without asking a model, through the same steps the run takes before its first
 /// model call (`Runner::first_clone`, `Runner::brief_cycle`). Errors carry the exit status
 /// they map to.
-pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefing, (ExitStatus, String)> {
+pub(crate) async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefing, (ExitStatus, String)> {
     let fail = |error: RunError| (error.outcome().exit_status(), error.to_string());
     // A question waiting for its answer holds the run back before any clone: there is no
     // first cycle to show.

@@ -11,7 +11,7 @@ use crate::tools::{Tool, ToolContext, ToolError};
 
 /// A check that failed, with its output.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FailedCheck {
+pub(crate) struct FailedCheck {
     pub tool: String,
     pub output: String,
 }

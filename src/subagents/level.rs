@@ -22,7 +22,7 @@ use crate::tools::spec::reply_schema;
 use crate::tools::{ToolContext, ToolError};
 
 /// The agent whose tools are running, in its team.
-pub struct Level<'s, 'b> {
+pub(super) struct Level<'s, 'b> {
     pub(super) team: &'s Team<'s>,
     pub(super) agent: &'s Agent<'s>,
     pub(super) exec: &'s ExecContext,

@@ -20,23 +20,22 @@
 //!   commits; a failure is the call's result, so the model fixes and tries again; after
 //!   `--max-reviews` rounds the pull request opens with the unresolved findings ([`review`]).
 
-pub mod checks;
+pub(crate) mod checks;
 mod level;
-pub mod models;
-pub mod review;
-pub mod task_prompt;
-pub mod team;
+pub(crate) mod models;
+pub(crate) mod review;
+pub(crate) mod task_prompt;
+pub(crate) mod team;
 
-pub use crate::agent::execution::{ExecContext, Spend};
-pub use crate::config::agent_catalogue::{AgentDefinition, Catalogue};
-pub use crate::config::agent_settings::{AgentSettings, DEFAULT_MAX_DEPTH, DEFAULT_MAX_REVIEWS};
-pub use models::Models;
-pub use team::Team;
+pub(crate) use crate::config::agent_catalogue::Catalogue;
+pub(crate) use crate::config::agent_settings::AgentSettings;
+pub(crate) use models::Models;
+pub(crate) use team::Team;
 
 /// The main agent's part in delegation: `delegate`, listing every agent it may ask (with
 /// `--max-depth 0` there is none to ask, and a call is rejected with the reason); and
 /// `complete_task`, which only sub-agents hold, rejected with what to call instead.
-pub fn equip_main_agent(registry: &mut crate::tools::ToolRegistry, settings: &AgentSettings) {
+pub(crate) fn equip_main_agent(registry: &mut crate::tools::ToolRegistry, settings: &AgentSettings) {
     registry.withhold(
         "complete_task",
         "complete_task ends a sub-agent; you are the main agent: end the cycle with finish",

@@ -12,18 +12,18 @@ use crate::config::{Config, ConfigError, ProviderSettings};
 use crate::llm::{self, Provider};
 
 #[derive(Default)]
-pub struct Models {
+pub(crate) struct Models {
     by_model: BTreeMap<String, Box<dyn Provider>>,
 }
 
 impl Models {
     /// No provider but the run's.
-    pub fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self::default()
     }
 
     /// A provider for every model the reviewer and the agents name, other than the run's own.
-    pub fn build(config: &Config) -> Result<Self, ConfigError> {
+    pub(crate) fn build(config: &Config) -> Result<Self, ConfigError> {
         let mut models = Self::none();
         if config.provider.kind == ProviderKind::Replay {
             return Ok(models);
@@ -55,7 +55,7 @@ impl Models {
     }
 
     /// The provider of `model`, when it is not the run's.
-    pub fn get(&self, model: &str) -> Option<&dyn Provider> {
+    pub(crate) fn get(&self, model: &str) -> Option<&dyn Provider> {
         self.by_model.get(model).map(Box::as_ref)
     }
 }

@@ -26,7 +26,12 @@ const MAX_BODY_BYTES: usize = 16 * 1024;
 const MAX_INSTRUCTIONS_BYTES: usize = 32 * 1024;
 
 /// The system prompt of the sub-agent `definition`, started by the agent at `caller`.
-pub fn system_prompt(definition: &AgentDefinition, tools: &[ToolSpec], caller: &str, protected: &[String]) -> String {
+pub(crate) fn system_prompt(
+    definition: &AgentDefinition,
+    tools: &[ToolSpec],
+    caller: &str,
+    protected: &[String],
+) -> String {
     let tools: Vec<String> = tools.iter().map(describe_tool).collect();
     let answer_rule = match &definition.answer {
         AnswerShape::Text => "`answer` is plain text.".to_owned(),
@@ -58,12 +63,12 @@ pub fn system_prompt(definition: &AgentDefinition, tools: &[ToolSpec], caller: &
 }
 
 /// A delegated task as the sub-agent's first message.
-pub fn task_message(task: &str) -> String {
+pub(crate) fn task_message(task: &str) -> String {
     format!("# Your task\n\n{}\n", fence("task", task.trim()))
 }
 
 /// What the reviewer is shown.
-pub struct ReviewInput<'a> {
+pub(crate) struct ReviewInput<'a> {
     /// The task the run was given, if one was.
     pub task: Option<&'a str>,
     pub issue: Option<u64>,
@@ -84,7 +89,7 @@ fn capped(text: &str, max: usize, notice: &str) -> String {
 }
 
 /// The reviewer's first message.
-pub fn review_message(input: &ReviewInput<'_>) -> String {
+pub(crate) fn review_message(input: &ReviewInput<'_>) -> String {
     let task = match (input.task, input.issue) {
         (Some(task), _) => fence("task", task.trim()),
         (None, Some(issue)) => format!(

@@ -21,7 +21,7 @@ use crate::tools::declared_tool::DeclaredTool;
 use crate::tools::{ToolError, ToolRegistry};
 
 /// What a cycle's team is built from.
-pub struct TeamParts<'a> {
+pub(crate) struct TeamParts<'a> {
     pub config: &'a Config,
     pub settings: &'a RepoSettings,
     /// The main agent's tools: every sub-agent's are taken from them.
@@ -37,7 +37,7 @@ pub struct TeamParts<'a> {
 
 /// The review rounds of one cycle.
 #[derive(Debug, Default)]
-pub struct ReviewState {
+pub(crate) struct ReviewState {
     pub(super) rounds: u32,
     /// The digest of the last change that passed: not reviewed again.
     pub(super) approved: Option<[u8; 32]>,
@@ -45,7 +45,7 @@ pub struct ReviewState {
     pub(super) unresolved: Vec<String>,
 }
 
-pub struct Team<'a> {
+pub(crate) struct Team<'a> {
     pub(super) settings: &'a AgentSettings,
     run_registry: &'a ToolRegistry,
     provider: &'a dyn Provider,
@@ -66,7 +66,7 @@ pub struct Team<'a> {
 impl<'a> Team<'a> {
     /// Checks every agent's tools against the run's and prepares the checks; a name the run
     /// does not know is a usage error.
-    pub fn new(parts: TeamParts<'a>) -> Result<Self, ConfigError> {
+    pub(crate) fn new(parts: TeamParts<'a>) -> Result<Self, ConfigError> {
         let TeamParts {
             config,
             settings,
@@ -120,14 +120,14 @@ impl<'a> Team<'a> {
     }
 
     /// The price of `model` in this cycle's price table.
-    pub fn price_of(&self, model: &str) -> Option<Price> {
+    pub(crate) fn price_of(&self, model: &str) -> Option<Price> {
         pricing::price_for(model, self.prices)
     }
 
     /// The context window of `model`: `--context-window` for the run's own model, else the
     /// operator's `[models]`, else the built-in table (the agent then asks the server, where
     /// nobody more authoritative said one).
-    pub fn window_for(&self, model: &str) -> window::ContextWindow {
+    pub(crate) fn window_for(&self, model: &str) -> window::ContextWindow {
         if model == self.provider.model() {
             return window::window_for(self.provider_settings, model);
         }
@@ -188,7 +188,7 @@ impl<'a> Team<'a> {
     }
 
     /// The findings a pull request of this cycle opened with, after the review rounds ran out.
-    pub fn unresolved_findings(&self) -> Vec<String> {
+    pub(crate) fn unresolved_findings(&self) -> Vec<String> {
         self.review
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

@@ -22,7 +22,7 @@ use super::ToolError;
 /// inlined (the model reads one flat object), no meta-schema or title, optional arguments
 /// neither required nor nullable (optional means "leave it out"), `required` always present,
 /// and the keys in the order the prompt and the providers have always seen them.
-pub fn schema_for<A: JsonSchema>() -> Value {
+pub(crate) fn schema_for<A: JsonSchema>() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.inline_subschemas = true;
     settings.meta_schema = None;
@@ -125,7 +125,7 @@ fn drop_null(property: &mut Value) {
 
 /// Reads a call's arguments into `A`. A wrong type, a missing required argument or one the tool
 /// does not take is an error for the model that names the argument.
-pub fn parse<A: DeserializeOwned>(arguments: &Map<String, Value>) -> Result<A, ToolError> {
+pub(crate) fn parse<A: DeserializeOwned>(arguments: &Map<String, Value>) -> Result<A, ToolError> {
     serde_path_to_error::deserialize(Value::Object(arguments.clone())).map_err(|error| {
         let at = error.path().to_string();
         let inner = error.into_inner().to_string();
@@ -152,7 +152,7 @@ fn explain(at: &str, error: &str) -> String {
 /// A whole number such as an issue or a line: `12`, `"12"` and `"#12"` all mean 12, as a model
 /// may write it either way; a negative, fractional or other value is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WholeNumber(pub u64);
+pub(crate) struct WholeNumber(pub u64);
 
 impl<'de> Deserialize<'de> for WholeNumber {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -202,7 +202,7 @@ fn unexpected(value: &Value) -> Unexpected<'_> {
 }
 
 /// How an argument's JSON type is named in messages to the model.
-pub fn type_name(value: &Value) -> &'static str {
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

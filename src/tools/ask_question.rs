@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::args::WholeNumber;
 use super::{CycleEnd, Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 
-pub struct AskQuestion;
+pub(crate) struct AskQuestion;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -16,7 +16,7 @@ use crate::repo::BOT_BRANCH_PREFIX;
 /// Longest slug kept in a branch name; long titles make unwieldy branch names.
 const MAX_SLUG_CHARS: usize = 48;
 
-pub fn branch_name(issue: Option<u64>, title: &str) -> String {
+pub(crate) fn branch_name(issue: Option<u64>, title: &str) -> String {
     let mut slug = slug::slugify(title);
     if slug.len() > MAX_SLUG_CHARS {
         slug.truncate(MAX_SLUG_CHARS);
@@ -41,7 +41,7 @@ pub fn branch_name(issue: Option<u64>, title: &str) -> String {
 }
 
 /// What decides the branch of one `create_pull_request`.
-pub struct BranchChoice<'a> {
+pub(crate) struct BranchChoice<'a> {
     /// The branch this cycle already published, if any.
     pub cycle_branch: Option<&'a str>,
     pub issue: Option<u64>,
@@ -53,7 +53,7 @@ pub struct BranchChoice<'a> {
 }
 
 impl BranchChoice<'_> {
-    pub fn pick(&self) -> String {
+    pub(crate) fn pick(&self) -> String {
         if let Some(branch) = self.cycle_branch {
             return branch.to_owned();
         }

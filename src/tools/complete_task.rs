@@ -16,13 +16,13 @@ use serde_json::{Value, json};
 use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::config::answer_schema::AnswerSchema;
 
-pub struct CompleteTask {
+pub(crate) struct CompleteTask {
     schema: Option<Arc<AnswerSchema>>,
 }
 
 impl CompleteTask {
     /// `complete_task` for an agent that answers in text (`None`) or with a schema's object.
-    pub fn new(schema: Option<Arc<AnswerSchema>>) -> Self {
+    pub(crate) fn new(schema: Option<Arc<AnswerSchema>>) -> Self {
         Self { schema }
     }
 }

@@ -26,14 +26,14 @@ use super::{PullRequestScope, RawInvocation, Tool, ToolClass, ToolContext, ToolE
 use crate::forge::PullRequestDraft;
 use crate::repo::WorkspaceError;
 
-pub struct CreatePullRequest {
+pub(crate) struct CreatePullRequest {
     /// The cycle follows up review comments: the `replies` argument is offered.
     review: bool,
 }
 
 impl CreatePullRequest {
     /// `create_pull_request` for a cycle that follows up review comments (`review`) or not.
-    pub fn new(review: bool) -> Self {
+    pub(crate) fn new(review: bool) -> Self {
         Self { review }
     }
 }
@@ -269,7 +269,7 @@ fn fatal(error: WorkspaceError) -> ToolError {
 }
 
 /// What the model reads back after a successful call.
-pub fn describe(pull_request: &crate::forge::PullRequest) -> String {
+pub(crate) fn describe(pull_request: &crate::forge::PullRequest) -> String {
     json!({
         "url": pull_request.url,
         "number": pull_request.number,

@@ -10,25 +10,20 @@ use crate::config::{ConfigError, DeclaredToolConfig};
 use crate::exec::declared_command::Declaration;
 
 #[derive(Debug)]
-pub struct DeclaredTool {
+pub(crate) struct DeclaredTool {
     declaration: Declaration,
 }
 
 impl DeclaredTool {
     /// Checks a declaration; `origin` names the file in errors.
-    pub fn new(config: &DeclaredToolConfig, origin: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn new(config: &DeclaredToolConfig, origin: &str) -> Result<Self, ConfigError> {
         Ok(Self {
             declaration: Declaration::new(config, origin)?,
         })
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.declaration.name
-    }
-
-    /// The program this tool runs.
-    pub fn program(&self) -> &str {
-        &self.declaration.program
     }
 }
 

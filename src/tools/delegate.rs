@@ -46,12 +46,12 @@ pub trait SubAgents: Send + Sync {
 }
 
 /// `delegate`, describing the agents it may run: `(name, description)` in the order listed.
-pub struct Delegate {
+pub(crate) struct Delegate {
     agents: Vec<(String, String)>,
 }
 
 impl Delegate {
-    pub fn new(agents: Vec<(String, String)>) -> Self {
+    pub(crate) fn new(agents: Vec<(String, String)>) -> Self {
         Self { agents }
     }
 }

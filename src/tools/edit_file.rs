@@ -15,7 +15,7 @@ use super::{Invocation, ToolClass, ToolError, ToolOutput, ToolSpec, TypedTool};
 use crate::repo::WorkTree;
 use crate::repo::text_encoding::{Input, decode};
 
-pub struct EditFile;
+pub(crate) struct EditFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

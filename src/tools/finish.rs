@@ -12,7 +12,7 @@ use super::{CycleEnd, FinishStatus, Invocation, ToolClass, ToolError, ToolOutput
 /// Files named in the refusal at most; the rest are counted.
 const MAX_NAMED_FILES: usize = 20;
 
-pub struct Finish;
+pub(crate) struct Finish;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -7,7 +7,7 @@
 
 /// How a file breaks its lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineEnding {
+pub(crate) enum LineEnding {
     Lf,
     /// Every line break is `\r\n`.
     Crlf,
@@ -16,7 +16,7 @@ pub enum LineEnding {
 impl LineEnding {
     /// The style of `text`: CRLF only when it has CRLF breaks and no bare `\n` (a mixed file is
     /// left exactly as the model writes it).
-    pub fn of(text: &str) -> Self {
+    pub(crate) fn of(text: &str) -> Self {
         let breaks = text.matches('\n').count();
         let crlf = text.matches("\r\n").count();
         if crlf > 0 && crlf == breaks {
@@ -35,7 +35,7 @@ impl LineEnding {
 
     /// `text` with its line breaks in this style. Text that already holds a `\r` is the model
     /// writing line endings on purpose and is left alone.
-    pub fn apply(self, text: &str) -> String {
+    pub(crate) fn apply(self, text: &str) -> String {
         match self {
             LineEnding::Crlf if !text.contains('\r') => text.replace('\n', "\r\n"),
             LineEnding::Lf if text.contains("\r\n") => text.replace("\r\n", "\n"),
@@ -46,7 +46,7 @@ impl LineEnding {
 
 /// New content for a file that held `previous`: in its line-ending style, and ending with a
 /// newline when the previous content did (unless the new content is empty).
-pub fn conform(previous: &str, new: &str) -> String {
+pub(crate) fn conform(previous: &str, new: &str) -> String {
     let style = LineEnding::of(previous);
     let mut text = match style {
         LineEnding::Crlf => style.apply(new),

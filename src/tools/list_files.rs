@@ -14,7 +14,7 @@ use crate::repo::{EntryKind, WorkTree, walk};
 /// Most paths one call returns.
 const MAX_ENTRIES: usize = 2000;
 
-pub struct ListFiles;
+pub(crate) struct ListFiles;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -15,11 +15,11 @@ use crate::repo::WorkTree;
 use crate::repo::text_encoding::{DecodedText, Input, decode};
 
 /// Most bytes one call returns; a larger file or range comes back as a window.
-pub const MAX_READ_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_READ_BYTES: usize = 64 * 1024;
 /// Most bytes of a file read at all (to count its lines and cut a window).
 const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
-pub struct ReadFile;
+pub(crate) struct ReadFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -18,7 +18,7 @@ pub struct ToolSelection {
 }
 
 /// A tool beyond the built-ins (a declared command tool) and whether the operator allowed it.
-pub type ExtraTool = (Box<dyn Tool>, bool);
+pub(crate) type ExtraTool = (Box<dyn Tool>, bool);
 
 pub enum Lookup<'a> {
     Found(&'a dyn Tool),

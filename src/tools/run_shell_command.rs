@@ -12,7 +12,7 @@ use super::{Invocation, ToolClass, ToolContext, ToolError, ToolOutput, ToolSpec,
 use crate::exec::readable::readable_paths;
 use crate::exec::{CommandSpec, SandboxPolicy, blocklist, command_environment, run};
 
-pub struct RunShellCommand;
+pub(crate) struct RunShellCommand;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -23,7 +23,7 @@ pub(crate) struct RunShellCommandArgs {
 
 /// The environment, sandbox and limits every command tool runs with. Fails when the run set up
 /// no sandbox plan (commands never run without one).
-pub fn command_spec(
+pub(crate) fn command_spec(
     program: &str,
     arguments: Vec<String>,
     declared_env: &[(String, String)],
@@ -64,7 +64,7 @@ pub fn command_spec(
 }
 
 /// Runs a prepared command and renders its result for the model, redacted.
-pub async fn run_for_model(spec: &CommandSpec, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+pub(crate) async fn run_for_model(spec: &CommandSpec, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
     let output = run(spec, ctx.cancel)
         .await
         .map_err(|error| ToolError::model(format!("could not start `{}`: {error}", spec.program)))?;

@@ -22,7 +22,7 @@ const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 /// Files searched at most in one call.
 const MAX_FILES: usize = 50_000;
 
-pub struct SearchFiles;
+pub(crate) struct SearchFiles;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

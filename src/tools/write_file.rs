@@ -13,9 +13,9 @@ use crate::repo::text_encoding::{Input, NotText, TextEncoding, decode};
 use crate::repo::{WorkTree, Written};
 
 /// Most bytes `write_file`/`edit_file` will write in one file.
-pub const MAX_WRITE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_WRITE_BYTES: usize = 1024 * 1024;
 
-pub struct WriteFile;
+pub(crate) struct WriteFile;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

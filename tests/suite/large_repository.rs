@@ -118,7 +118,7 @@ async fn an_interrupt_during_a_search_of_100k_files_stops_it_exits_130_and_remov
     let events = events_as_written(child.stdout.take().expect("stdout"));
     let (_, events) = wait_for_event(events, "tool_call").await;
     assert_eq!(
-        server.received_requests().await.expect("recorded").len(),
+        super::support::model_api::model_requests(&server).await.len(),
         1,
         "the reply that calls search_files was answered"
     );
@@ -141,7 +141,7 @@ async fn an_interrupt_during_a_search_of_100k_files_stops_it_exits_130_and_remov
         .find(|event| event["type"] == "run_finished")
         .unwrap_or_else(|| panic!("run_finished emitted: {after:?}"));
     assert_eq!(finished["exit_code"], 130);
-    assert_eq!(server.received_requests().await.expect("recorded").len(), 1);
+    assert_eq!(super::support::model_api::model_requests(&server).await.len(), 1);
     assert_eq!(
         upkeep.leftover_temp_entries(),
         0,

@@ -67,7 +67,7 @@ async fn a_pull_request_without_replies_opens_and_the_schema_sent_leaves_optiona
     assert_eq!(out.results_of("create_pull_request")[0]["ok"], true, "{}", out.stdout);
     assert_eq!(repo.bot_branches(), ["upkeep/add-notes"]);
 
-    let requests = server.received_requests().await.expect("recorded");
+    let requests = super::support::model_api::model_requests(&server).await;
     assert_requests_conform(Api::OpenAi, &requests);
     let body: Value = serde_json::from_slice(&requests[0].body).expect("JSON body");
     assert_eq!(body["response_format"]["json_schema"]["strict"], false);

@@ -6,7 +6,7 @@
 
 /// One kind of repair, named in the `repairs` field of the `model_response` event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Repair {
+pub(crate) enum Repair {
     /// `# ...` comments outside strings were removed.
     HashComments,
     /// `True`, `False` and `None` outside strings were read as `true`, `false` and `null`.
@@ -37,7 +37,7 @@ pub enum Repair {
 
 impl Repair {
     /// The name used in events and in docs/events.md.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::HashComments => "hash_comments",
             Self::PythonLiterals => "python_literals",

@@ -40,21 +40,21 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(90);
 
 #[derive(Debug, Clone, Copy)]
-pub enum Method {
+pub(crate) enum Method {
     Get,
     Post,
     Patch,
 }
 
 /// A successful answer: its body and, for lists, the URL of the next page.
-pub struct Answer {
+pub(crate) struct Answer {
     pub text: String,
     next: Option<String>,
 }
 
 impl Answer {
     /// The `rel="next"` page of a list, for listings that page further than [`Api::list`].
-    pub fn next_page(&self) -> Option<&str> {
+    pub(crate) fn next_page(&self) -> Option<&str> {
         self.next.as_deref()
     }
 }
@@ -62,7 +62,7 @@ impl Answer {
 /// A refused request with the HTTP status it was refused with, for callers that treat some
 /// refusals as a note rather than an error (a log the token may not read).
 #[derive(Debug)]
-pub struct StatusError {
+pub(crate) struct StatusError {
     pub status: Option<u16>,
     pub error: ForgeError,
 }
@@ -76,7 +76,7 @@ struct ResponseMeta {
 }
 
 /// A client for one repository's API calls.
-pub struct Api {
+pub(crate) struct Api {
     http: reqwest::Client,
     /// For downloads from the short-lived addresses the API redirects to (job logs): no
     /// `Authorization` header at all, since those hosts are not GitHub's API.
@@ -99,7 +99,7 @@ impl std::fmt::Debug for Api {
 
 impl Api {
     /// A client on `settings.api_url`. Without a token only reads of public repositories work.
-    pub fn new(settings: &GitHubSettings, repo: &str) -> Result<Self, ForgeError> {
+    pub(crate) fn new(settings: &GitHubSettings, repo: &str) -> Result<Self, ForgeError> {
         let base = settings.api_url.trim_end_matches('/').to_owned();
         let origin = reqwest::Url::parse(&base)
             .ok()
@@ -148,7 +148,7 @@ impl Api {
     /// Sends one request to `route` (`/repos/...`, joined to the API base) or to an absolute
     /// URL on the API's own origin (a pagination link), and returns the body of a 2xx answer;
     /// anything else becomes the matching [`ForgeError`].
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         operation: &str,
         method: Method,
@@ -222,13 +222,13 @@ impl Api {
 
     /// Every item of a paginated list (up to `MAX_PAGES` pages, stopping once `limit` items
     /// are in), as raw JSON values so that a single odd item cannot fail the whole listing.
-    pub async fn list(&self, operation: &str, first: String, limit: usize) -> Result<Vec<Value>, ForgeError> {
+    pub(crate) async fn list(&self, operation: &str, first: String, limit: usize) -> Result<Vec<Value>, ForgeError> {
         self.list_while(operation, first, |items| items.len() < limit).await
     }
 
     /// Every item of a paginated list, page after page while `more` says the items so far call
     /// for the next page (up to `MAX_PAGES` pages).
-    pub async fn list_while(
+    pub(crate) async fn list_while(
         &self,
         operation: &str,
         first: String,
@@ -252,7 +252,7 @@ impl Api {
 impl Api {
     /// Every item under `field` of a paginated object answer (`{"total_count": n, "check_runs":
     /// [...]}`), up to `MAX_PAGES` pages, stopping once `limit` items are in.
-    pub async fn list_field(
+    pub(crate) async fn list_field(
         &self,
         operation: &str,
         first: String,
@@ -295,7 +295,7 @@ fn token_not_a_header() -> ForgeError {
     )
 }
 
-pub fn parse_list(operation: &str, text: &str) -> Result<Vec<Value>, ForgeError> {
+pub(crate) fn parse_list(operation: &str, text: &str) -> Result<Vec<Value>, ForgeError> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Array(items)) => Ok(items),
         Ok(_) => Err(ForgeError::Other(format!(
@@ -307,7 +307,7 @@ pub fn parse_list(operation: &str, text: &str) -> Result<Vec<Value>, ForgeError>
     }
 }
 
-pub fn parse_object<T: serde::de::DeserializeOwned>(operation: &str, text: &str) -> Result<T, ForgeError> {
+pub(crate) fn parse_object<T: serde::de::DeserializeOwned>(operation: &str, text: &str) -> Result<T, ForgeError> {
     serde_json::from_str(text)
         .map_err(|error| ForgeError::Other(format!("{operation}: unexpected answer from GitHub: {error}")))
 }
@@ -425,7 +425,7 @@ const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMER
     .remove(b'~');
 
 /// Percent-encodes a path segment or query value.
-pub fn encode(component: &str) -> String {
+pub(crate) fn encode(component: &str) -> String {
     percent_encoding::utf8_percent_encode(component, COMPONENT).to_string()
 }
 

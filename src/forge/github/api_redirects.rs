@@ -11,7 +11,7 @@ use super::{Api, ForgeError, MAX_ERROR_BODY_BYTES, ResponseMeta, StatusError, er
 impl Api {
     /// The address a `302` answer to `route` points to (`GET .../actions/jobs/{id}/logs`),
     /// not followed: the caller downloads it with [`Api::download_tail`], which sends no token.
-    pub async fn redirect_target(&self, operation: &str, route: &str) -> Result<reqwest::Url, StatusError> {
+    pub(crate) async fn redirect_target(&self, operation: &str, route: &str) -> Result<reqwest::Url, StatusError> {
         let failed = |error| StatusError { status: None, error };
         let url = self.url(operation, route).map_err(failed)?;
         let response = self.http.get(url.clone()).send().await.map_err(|error| {
@@ -66,7 +66,7 @@ impl Api {
     /// Downloads `url` without any credentials and keeps only its last `window` bytes, reading
     /// at most `max_bytes` in all; returns the bytes kept and whether the download was cut
     /// short at `max_bytes`.
-    pub async fn download_tail(
+    pub(crate) async fn download_tail(
         &self,
         operation: &str,
         url: reqwest::Url,

@@ -31,22 +31,22 @@ use crate::forge::fix_attempts::{FixAttempts, count_fix_attempts};
 use crate::forge::{Comment, ForgeError, Role};
 
 /// Check runs read at most (three pages of 100).
-pub const MAX_CHECK_RUNS: usize = 300;
+pub(super) const MAX_CHECK_RUNS: usize = 300;
 /// Commit statuses read at most (one page).
-pub const MAX_STATUSES: usize = 100;
+pub(super) const MAX_STATUSES: usize = 100;
 /// Failing checks whose log, output and annotations are read; the rest are named only.
-pub const MAX_DETAILED_CHECKS: usize = 5;
+pub(super) const MAX_DETAILED_CHECKS: usize = 5;
 /// Annotations read per failing check.
-pub const MAX_ANNOTATIONS: usize = 20;
+pub(super) const MAX_ANNOTATIONS: usize = 20;
 /// Bytes of one annotation's message kept.
-pub const MAX_ANNOTATION_BYTES: usize = 1024;
+pub(super) const MAX_ANNOTATION_BYTES: usize = 1024;
 /// Bytes of a check's output (title, summary and text together) kept.
-pub const MAX_OUTPUT_BYTES: usize = 4 * 1024;
+pub(super) const MAX_OUTPUT_BYTES: usize = 4 * 1024;
 /// Bytes of a check's name or an annotation's path kept.
-pub const MAX_NAME_BYTES: usize = 200;
+pub(super) const MAX_NAME_BYTES: usize = 200;
 
 /// Comments of a pull request read when counting fix attempts (ten pages of 100).
-pub const MAX_COMMENTS_READ: usize = 1000;
+pub(super) const MAX_COMMENTS_READ: usize = 1000;
 
 /// The app whose check runs are GitHub Actions jobs (the check run's id is the job's id).
 const ACTIONS_APP: &str = "github-actions";

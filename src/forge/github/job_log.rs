@@ -13,13 +13,13 @@
 //! `##[error]` line is kept by its tail.
 
 /// Lines of the failing step's tail kept.
-pub const TAIL_LINES: usize = 200;
+pub(super) const TAIL_LINES: usize = 200;
 /// Bytes of the failing step's tail kept (after cleaning).
-pub const TAIL_BYTES: usize = 16 * 1024;
+pub(super) const TAIL_BYTES: usize = 16 * 1024;
 /// Bytes from the end of the log kept while downloading, from which the tail is cut.
-pub const DOWNLOAD_WINDOW_BYTES: usize = 256 * 1024;
+pub(super) const DOWNLOAD_WINDOW_BYTES: usize = 256 * 1024;
 /// Bytes read from the log's download at most; a longer log's last part is not seen.
-pub const MAX_DOWNLOAD_BYTES: u64 = 64 * 1024 * 1024;
+pub(super) const MAX_DOWNLOAD_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Untrusted text cleaned for a prompt or a comment: terminal escape sequences removed, each
 /// line as a terminal would end up showing it after carriage returns, other control characters

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 #[derive(Debug, Deserialize)]
-pub struct PullJson {
+pub(super) struct PullJson {
     pub number: u64,
     #[serde(default)]
     pub html_url: String,
@@ -30,7 +30,7 @@ pub struct PullJson {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct HeadJson {
+pub(super) struct HeadJson {
     #[serde(rename = "ref")]
     pub ref_name: String,
     #[serde(default)]
@@ -41,19 +41,19 @@ pub struct HeadJson {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct BaseJson {
+pub(super) struct BaseJson {
     #[serde(rename = "ref")]
     pub ref_name: String,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct RepoJson {
+pub(super) struct RepoJson {
     #[serde(default)]
     pub full_name: String,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct IssueJson {
+pub(super) struct IssueJson {
     pub number: u64,
     #[serde(default)]
     pub title: String,
@@ -74,7 +74,7 @@ pub struct IssueJson {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct CommentJson {
+pub(super) struct CommentJson {
     #[serde(default)]
     pub id: u64,
     #[serde(default)]
@@ -93,14 +93,14 @@ pub struct CommentJson {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct UserJson {
+pub(super) struct UserJson {
     #[serde(default)]
     pub login: String,
 }
 
 /// A pull request review (`GET /repos/{owner}/{repo}/pulls/{n}/reviews`).
 #[derive(Debug, Deserialize)]
-pub struct ReviewJson {
+pub(super) struct ReviewJson {
     pub id: u64,
     #[serde(default)]
     pub user: Option<UserJson>,
@@ -117,7 +117,7 @@ pub struct ReviewJson {
 
 /// A review comment (`GET /repos/{owner}/{repo}/pulls/{n}/comments`).
 #[derive(Debug, Deserialize)]
-pub struct ReviewCommentJson {
+pub(super) struct ReviewCommentJson {
     pub id: u64,
     #[serde(default)]
     pub user: Option<UserJson>,
@@ -142,14 +142,14 @@ pub struct ReviewCommentJson {
 
 /// A commit of a pull request (`GET /repos/{owner}/{repo}/pulls/{n}/commits`).
 #[derive(Debug, Deserialize)]
-pub struct PullCommitJson {
+pub(super) struct PullCommitJson {
     #[serde(default)]
     pub sha: String,
     pub commit: GitCommitJson,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct GitCommitJson {
+pub(super) struct GitCommitJson {
     #[serde(default)]
     pub author: Option<GitUserJson>,
     #[serde(default)]
@@ -160,7 +160,7 @@ pub struct GitCommitJson {
 
 /// A git identity in a commit; GitHub may send `null`.
 #[derive(Debug, Deserialize)]
-pub struct GitUserJson {
+pub(super) struct GitUserJson {
     #[serde(default)]
     pub email: Option<String>,
     #[serde(default)]
@@ -168,6 +168,6 @@ pub struct GitUserJson {
 }
 
 /// A timestamp as GitHub writes them (`2011-04-14T16:00:49Z`); anything else is unknown.
-pub fn timestamp(text: Option<&str>) -> Option<jiff::Timestamp> {
+pub(super) fn timestamp(text: Option<&str>) -> Option<jiff::Timestamp> {
     text?.parse().ok()
 }

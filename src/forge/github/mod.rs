@@ -13,12 +13,12 @@ use secrecy::SecretString;
 use serde_json::json;
 
 mod activity;
-pub mod api;
+pub(crate) mod api;
 mod checks;
 pub mod dashboard;
 mod job_log;
 mod json;
-pub mod org;
+pub(crate) mod org;
 mod publish;
 mod reviews;
 

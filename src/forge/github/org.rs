@@ -40,7 +40,7 @@ struct RepositoryJson {
 
 /// What a listing found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct OrgListing {
+pub(crate) struct OrgListing {
     /// `owner/name` of every repository kept, in GitHub's order.
     pub repositories: Vec<String>,
     pub skipped_archived: usize,
@@ -49,7 +49,7 @@ pub struct OrgListing {
 }
 
 /// Lists `org`'s repositories, keeping those that carry one of `topics` (all, when empty).
-pub async fn list_repositories(
+pub(crate) async fn list_repositories(
     settings: &GitHubSettings,
     org: &str,
     topics: &[String],
