@@ -22,13 +22,12 @@ use serde_json::Value;
 use super::GitHubForge;
 use super::api::{Method, encode, parse_list};
 use super::job_log::{self, DOWNLOAD_WINDOW_BYTES, MAX_DOWNLOAD_BYTES};
-use super::json::{CommentJson, timestamp};
+use crate::forge::ForgeError;
 use crate::forge::checks::{
     Annotation, CheckKind, ChecksState, FailingCheck, UntrustedText, Verdict, check_run_verdict, combine,
     status_verdict,
 };
 use crate::forge::fix_attempts::{FixAttempts, count_fix_attempts};
-use crate::forge::{Comment, ForgeError, Role};
 
 /// Check runs read at most (three pages of 100).
 pub(super) const MAX_CHECK_RUNS: usize = 300;
@@ -311,20 +310,7 @@ impl GitHubForge {
         let route = self.route(&format!("/issues/{number}/comments?per_page=100"));
         let items = self.api.list(&operation, route, MAX_COMMENTS_READ).await?;
         let bot = self.bot_login().await;
-        let comments: Vec<Comment> = items
-            .into_iter()
-            .filter_map(|value| serde_json::from_value::<CommentJson>(value).ok())
-            .map(|comment| {
-                let login = comment.user.map(|user| user.login).unwrap_or_default();
-                Comment {
-                    id: comment.id,
-                    role: Role::of(&login, comment.author_association.as_deref(), bot),
-                    author: login,
-                    body: comment.body.unwrap_or_default(),
-                    created_at: timestamp(comment.created_at.as_deref()),
-                }
-            })
-            .collect();
+        let comments = super::reviews::comments_of(items, bot);
         Ok(count_fix_attempts(&comments))
     }
 }

@@ -142,20 +142,7 @@ impl GitHubForge {
                 .collect(),
             bot,
         );
-        let conversation = comments
-            .into_iter()
-            .filter_map(|value| serde_json::from_value::<CommentJson>(value).ok())
-            .map(|comment| {
-                let login = comment.user.map(|user| user.login).unwrap_or_default();
-                Comment {
-                    id: comment.id,
-                    role: Role::of(&login, comment.author_association.as_deref(), bot),
-                    author: login,
-                    body: comment.body.unwrap_or_default(),
-                    created_at: timestamp(comment.created_at.as_deref()),
-                }
-            })
-            .collect();
+        let conversation = comments_of(comments, bot);
         let last_push = self.bot_email.as_deref().and_then(|email| {
             commits
                 .into_iter()
@@ -206,6 +193,25 @@ impl GitHubForge {
 }
 
 /// The `html_url` of a created comment, or a description when GitHub sent none.
+/// An issue's or pull request's comments as GitHub lists them, each with who wrote it; items
+/// that are not comments are left out.
+pub(super) fn comments_of(items: Vec<serde_json::Value>, bot: Option<&str>) -> Vec<Comment> {
+    items
+        .into_iter()
+        .filter_map(|value| serde_json::from_value::<CommentJson>(value).ok())
+        .map(|comment| {
+            let login = comment.user.map(|user| user.login).unwrap_or_default();
+            Comment {
+                id: comment.id,
+                role: Role::of(&login, comment.author_association.as_deref(), bot),
+                author: login,
+                body: comment.body.unwrap_or_default(),
+                created_at: timestamp(comment.created_at.as_deref()),
+            }
+        })
+        .collect()
+}
+
 fn url_of(operation: &str, text: &str, fallback: impl FnOnce() -> String) -> String {
     parse_object::<CommentJson>(operation, text)
         .ok()
