@@ -199,6 +199,7 @@ fn provider_settings(args: &RunArgs, purpose: Purpose) -> Result<ProviderSetting
         context_window: None,
         structured_output: args.structured_output.unwrap_or_default(),
         max_reply_tokens: args.max_reply_tokens,
+        temperature: args.temperature,
     })
 }
 

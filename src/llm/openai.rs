@@ -46,6 +46,8 @@ pub struct OpenAi {
     /// OpenAI's own API takes the reply cap as `max_completion_tokens` (its `max_tokens` is
     /// deprecated and refused by reasoning models); compatible servers know `max_tokens`.
     cap_field: &'static str,
+    /// `--temperature`; none sent without it (reasoning models refuse any but their own).
+    temperature: Option<f64>,
 }
 
 impl OpenAi {
@@ -63,6 +65,7 @@ impl OpenAi {
             options: AtomicBool::new(true),
             max_reply_tokens: settings.max_reply_tokens,
             cap_field,
+            temperature: settings.temperature,
         })
     }
 
@@ -81,6 +84,9 @@ impl OpenAi {
         let mut body = json!({"model": self.model, "messages": messages, "stream": true});
         if let Some(cap) = request.reply_cap(self.max_reply_tokens) {
             body[self.cap_field] = json!(cap);
+        }
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = json!(temperature);
         }
         if self.options.load(Ordering::Relaxed) {
             body["stream_options"] = json!({"include_usage": true});
