@@ -154,6 +154,11 @@ pub struct RunOptions {
     #[arg(long, env = "UPKEEP_MAX_REPLY_TOKENS", value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(16..))]
     pub max_reply_tokens: Option<u64>,
 
+    /// Sampling temperature sent with every request (0 for the most repeatable replies)
+    /// [default: none sent: the model's own]
+    #[arg(long, env = "UPKEEP_TEMPERATURE", value_name = "T", value_parser = temperature)]
+    pub temperature: Option<f64>,
+
     /// Scripted model replies (JSON Lines); implies --provider replay
     #[arg(long, env = "UPKEEP_REPLAY")]
     pub replay: Option<PathBuf>,
@@ -339,4 +344,12 @@ pub struct FleetArgs {
 
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `--temperature`: a finite number from 0 to 2, the range every supported API accepts.
+fn temperature(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.0..=2.0).contains(&value) => Ok(value),
+        _ => Err(format!("{text:?} is not a number from 0 to 2")),
+    }
 }

@@ -190,6 +190,7 @@ fn provider_settings(args: &RunArgs, purpose: Purpose) -> Result<ProviderSetting
         context_window: None,
         structured_output: args.options.structured_output.unwrap_or_default(),
         max_reply_tokens: args.options.max_reply_tokens,
+        temperature: args.options.temperature,
     })
 }
 

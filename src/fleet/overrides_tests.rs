@@ -22,6 +22,7 @@ fn every_option_set() -> RunOptions {
         context_window: Some(32_000),
         structured_output: Some(StructuredOutputMode::JsonObject),
         max_reply_tokens: Some(2048),
+        temperature: Some(0.5),
         replay: Some(PathBuf::from("/scripts/replay.jsonl")),
         forge: Some(ForgeKind::None),
         base: Some("develop".into()),

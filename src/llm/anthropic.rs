@@ -51,6 +51,8 @@ pub struct Anthropic {
     structured: StructuredOutput,
     /// `--max-reply-tokens`.
     max_reply_tokens: Option<u64>,
+    /// `--temperature`; none sent without it.
+    temperature: Option<f64>,
 }
 
 impl Anthropic {
@@ -61,6 +63,7 @@ impl Anthropic {
             model: model(settings, DEFAULT_MODEL),
             structured: StructuredOutput::new(settings.structured_output, reply_form::SCHEMA_OR_INSTRUCTION),
             max_reply_tokens: settings.max_reply_tokens,
+            temperature: settings.temperature,
         })
     }
 
@@ -88,6 +91,9 @@ impl Anthropic {
             body["system"] = json!([text_block(request.system, true)]);
         }
         body["messages"] = json!(messages);
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = json!(temperature);
+        }
         if structured {
             body["output_config"] = json!({
                 "format": {"type": "json_schema", "schema": schema::anthropic(request.reply_schema)},

@@ -46,6 +46,8 @@ pub struct Gemini {
     structured: StructuredOutput,
     /// `--max-reply-tokens`.
     max_reply_tokens: Option<u64>,
+    /// `--temperature`; none sent without it.
+    temperature: Option<f64>,
 }
 
 impl Gemini {
@@ -71,6 +73,7 @@ impl Gemini {
             model,
             structured: StructuredOutput::new(settings.structured_output, reply_form::SCHEMA_OR_INSTRUCTION),
             max_reply_tokens: settings.max_reply_tokens,
+            temperature: settings.temperature,
         })
     }
 
@@ -94,6 +97,9 @@ impl Gemini {
         let mut generation_config = json!({"responseMimeType": "application/json"});
         if let Some(cap) = request.reply_cap(self.max_reply_tokens) {
             generation_config["maxOutputTokens"] = json!(cap);
+        }
+        if let Some(temperature) = self.temperature {
+            generation_config["temperature"] = json!(temperature);
         }
         if structured {
             generation_config["responseJsonSchema"] = schema::gemini(request.reply_schema);

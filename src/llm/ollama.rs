@@ -35,6 +35,8 @@ pub struct Ollama {
     structured: StructuredOutput,
     /// `--max-reply-tokens`.
     max_reply_tokens: Option<u64>,
+    /// `--temperature`; none sent without it.
+    temperature: Option<f64>,
 }
 
 impl Ollama {
@@ -49,6 +51,7 @@ impl Ollama {
             model,
             structured: StructuredOutput::new(settings.structured_output, reply_form::SCHEMA_OR_INSTRUCTION),
             max_reply_tokens: settings.max_reply_tokens,
+            temperature: settings.temperature,
         })
     }
 
@@ -72,6 +75,9 @@ impl Ollama {
         let mut options = json!({"num_ctx": self.context_window});
         if let Some(cap) = request.reply_cap(self.max_reply_tokens) {
             options["num_predict"] = json!(cap);
+        }
+        if let Some(temperature) = self.temperature {
+            options["temperature"] = json!(temperature);
         }
         json!({
             "model": self.model,

@@ -56,6 +56,8 @@ pub struct OpenAi {
     named_model: bool,
     /// What the server said about itself, asked once.
     facts: tokio::sync::OnceCell<ServerFacts>,
+    /// `--temperature`; none sent without it (reasoning models refuse any but their own).
+    temperature: Option<f64>,
 }
 
 impl OpenAi {
@@ -74,6 +76,7 @@ impl OpenAi {
             compatible_base: (!own_api).then_some(base),
             named_model: settings.model.as_deref().is_some_and(|model| !model.trim().is_empty()),
             facts: tokio::sync::OnceCell::new(),
+            temperature: settings.temperature,
         })
     }
 
@@ -121,6 +124,9 @@ impl OpenAi {
         let mut body = json!({"model": self.model, "messages": messages, "stream": true});
         if let Some(cap) = request.reply_cap(self.max_reply_tokens) {
             body[self.cap_field] = json!(cap);
+        }
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = json!(temperature);
         }
         if self.options.load(Ordering::Relaxed) {
             body["stream_options"] = json!({"include_usage": true});

@@ -38,6 +38,8 @@ pub struct ProviderSettings {
     /// `--max-reply-tokens`: the reply cap sent with every request, instead of the room the
     /// context fitting leaves.
     pub max_reply_tokens: Option<u64>,
+    /// `--temperature`: sent with every request when set; otherwise the model's default.
+    pub temperature: Option<f64>,
 }
 
 impl std::fmt::Debug for ProviderSettings {
@@ -50,6 +52,7 @@ impl std::fmt::Debug for ProviderSettings {
             .field("context_window", &self.context_window)
             .field("structured_output", &self.structured_output)
             .field("max_reply_tokens", &self.max_reply_tokens)
+            .field("temperature", &self.temperature)
             .finish()
     }
 }

@@ -104,6 +104,7 @@ fn settings(kind: ProviderKind, base_url: String, key: Option<&str>) -> Provider
         context_window: None,
         structured_output: Default::default(),
         max_reply_tokens: None,
+        temperature: None,
     }
 }
 
@@ -254,4 +255,34 @@ fn assert_malformed(result: Result<Completion, ProviderError>) {
 /// An OpenAI stream of `content` with plain usage, as the OpenAI and retry tests want it.
 fn openai_reply(content: &str, finish_reason: &str) -> ResponseTemplate {
     openai_stream(content, finish_reason, openai_usage(1200, 85, 0))
+}
+
+/// `--temperature` reaches each API where it takes it (Chat Completions' and Messages'
+/// `temperature`, Gemini's `generationConfig.temperature`, Ollama's `options.temperature`), and
+/// nothing is sent without it, so each model keeps its own default (OpenAI's reasoning models
+/// refuse any value but their own).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_temperature_is_sent_where_each_api_takes_it_and_only_when_set() {
+    use super::support::conformance::{Api, assert_requests_conform};
+    use super::support::model_api::{model_server, run_against, streamed};
+    use super::support::{TestRepo, finish};
+
+    for (api, pointer) in [
+        (Api::OpenAi, "/temperature"),
+        (Api::Anthropic, "/temperature"),
+        (Api::Gemini, "/generationConfig/temperature"),
+        (Api::Ollama, "/options/temperature"),
+    ] {
+        for (extra, expected) in [(vec!["--temperature", "0"], Some(0.0)), (vec![], None)] {
+            let repo = TestRepo::new();
+            let server = model_server(vec![streamed(api, &finish("no_tasks"))]).await;
+            let mut args = vec!["--task", "t"];
+            args.extend(extra);
+            run_against(api, &server, &repo, &args).await.assert_code(0);
+            let sent = super::support::model_api::model_requests(&server).await;
+            assert_requests_conform(api, &sent);
+            let value = body(&sent[0]).pointer(pointer).and_then(Value::as_f64);
+            assert_eq!(value, expected, "{api:?} {args:?}");
+        }
+    }
 }

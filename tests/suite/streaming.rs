@@ -181,6 +181,7 @@ fn settings(kind: ProviderKind, base_url: String, timeout: Duration) -> Provider
         context_window: None,
         structured_output: Default::default(),
         max_reply_tokens: None,
+        temperature: None,
     }
 }
 
