@@ -30,8 +30,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sim::{Api, Billed, SimModel};
-use wiremock::matchers::method;
-use wiremock::{Mock, MockServer};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 /// Goals from the issue.
 const SENT_GOAL: f64 = 0.50;
@@ -213,6 +213,32 @@ async fn run_model(
 ) -> Measured {
     let server = MockServer::start().await;
     let model = Arc::new(SimModel::new(api, script, window));
+    // A model of another name plays a small model behind llama-server, which publishes its
+    // window in `/v1/models` and counts tokens at `/tokenize` (with this simulation's tokenizer).
+    if let (Some(name), Some(tokens)) = (model_name, window) {
+        Mock::given(method("GET"))
+            .and(path("/v1/models"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "object": "list",
+                "data": [{"id": name, "object": "model", "created": 0, "owned_by": "llamacpp",
+                          "meta": {"n_ctx": tokens, "n_ctx_train": tokens}}],
+            })))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/tokenize"))
+            .respond_with(|request: &wiremock::Request| {
+                let content = serde_json::from_slice::<Value>(&request.body)
+                    .ok()
+                    .and_then(|body| body["content"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let count = tiktoken_rs::o200k_base_singleton().encode_ordinary(&content).len();
+                ResponseTemplate::new(200).set_body_json(json!({"tokens": vec![0; count]}))
+            })
+            .with_priority(1)
+            .mount(&server)
+            .await;
+    }
     Mock::given(method("POST"))
         .respond_with(SharedModel(Arc::clone(&model)))
         .mount(&server)
