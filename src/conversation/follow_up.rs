@@ -55,6 +55,7 @@ pub async fn start(
         branch: pull.branch.clone(),
         threads: waiting.threads.iter().map(|thread| thread.id).collect(),
         review: true,
+        fix: None,
     });
     conversation.feedback = Some(waiting.clone());
     Ok(())
@@ -170,6 +171,7 @@ mod tests {
             branch: "upkeep/7-x".into(),
             threads: vec![1, 2],
             review: true,
+            fix: None,
         };
         let answer = answer(
             &continued,

@@ -7,6 +7,7 @@ use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
 use crate::config::{Mode, RepoSettings};
 use crate::conversation::CycleWork;
+use crate::conversation::fix::{ChecksPlan, ChecksReport};
 use crate::dashboard::DashboardPlan;
 use crate::events::{Event, Scope};
 use crate::forge::Forge;
@@ -27,6 +28,11 @@ pub(super) enum CycleBrief {
     },
     /// Nothing to do, and why (no feedback waits on the pull request): no model is asked.
     Nothing(String),
+    /// The pull request's checks leave no fix cycle to run (DESIGN section 14).
+    Checks {
+        report: Option<ChecksReport>,
+        plan: Box<ChecksPlan>,
+    },
 }
 
 /// What the agent of a cycle works with.
@@ -82,7 +88,32 @@ impl Runner<'_> {
                 self.events.say(&format!("nothing to do: {reason}"));
                 return Ok(Outcome::NoTasks);
             }
+            CycleBrief::Checks { report, plan } => {
+                if let Some(report) = &report {
+                    self.emit_checks(cycle, report.pr, &report.sha, &report.state);
+                }
+                return Ok(self.stop_on_checks(*plan, forge).await);
+            }
         };
+        if let Some((number, fix)) = briefing
+            .continued
+            .as_ref()
+            .and_then(|continued| continued.fix.as_deref().map(|fix| (continued.number, fix)))
+        {
+            let state = crate::forge::checks::ChecksState::Failing(fix.failing.clone());
+            self.emit_checks(cycle, number, &fix.attempt.sha, &state);
+            self.events.emit(
+                Scope {
+                    cycle: Some(cycle),
+                    turn: None,
+                },
+                Event::FixAttempt {
+                    pr: number,
+                    attempt: fix.attempt.attempt,
+                    max: fix.max,
+                },
+            );
+        }
 
         let opened_before = self.pull_requests.len();
         let outcome = self
@@ -126,9 +157,10 @@ impl Runner<'_> {
         settings: &RepoSettings,
     ) -> Result<CycleBrief, RunError> {
         let files = WorkTree::open(workspace.root(), &settings.protected_paths).map_err(RunError::from)?;
-        let conversation = match self.conversation(cycle, forge, workspace).await? {
+        let conversation = match self.conversation(cycle, forge, workspace, settings).await? {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),
+            CycleWork::Checks { report, plan } => return Ok(CycleBrief::Checks { report, plan }),
         };
         let briefing = brief(
             self.config,
@@ -149,6 +181,60 @@ impl Runner<'_> {
             files,
             briefing: Box::new(briefing),
         })
+    }
+
+    fn emit_checks(&self, cycle: u32, pr: u64, sha: &str, state: &crate::forge::checks::ChecksState) {
+        self.events.emit(
+            Scope {
+                cycle: Some(cycle),
+                turn: None,
+            },
+            Event::Checks {
+                pr,
+                sha: sha.to_owned(),
+                state: state.label(),
+                failing: state.summaries(),
+            },
+        );
+    }
+
+    /// A pull request's checks that start no fix cycle: nothing to do now, or upkeep stops
+    /// fixing them and says so on the pull request (once per head commit).
+    async fn stop_on_checks(&self, plan: ChecksPlan, forge: &dyn Forge) -> Outcome {
+        match plan {
+            ChecksPlan::Nothing(reason) => {
+                self.events.say(&format!("nothing to do: {reason}"));
+                Outcome::NoTasks
+            }
+            // Not reached: a fix cycle is a cycle's work, not an ending.
+            ChecksPlan::Fix(_) => Outcome::NoTasks,
+            ChecksPlan::GiveUp(give_up) => {
+                if let Some(note) = give_up.note {
+                    let answer = crate::forge::FeedbackAnswer {
+                        pull_request: give_up.pr,
+                        commit: give_up.sha.clone(),
+                        replies: Vec::new(),
+                        summary: Some(note),
+                    };
+                    match forge.answer_feedback(&answer).await {
+                        Ok(places) => {
+                            for place in places {
+                                self.events.say(&format!("said so on the pull request: {place}"));
+                            }
+                        }
+                        Err(error) => self.events.alert(&format!(
+                            "upkeep: could not comment on pull request #{}: {error}",
+                            give_up.pr
+                        )),
+                    }
+                }
+                self.events.alert(&format!(
+                    "upkeep: stopped working the checks of pull request #{}: {}; a human needs to look",
+                    give_up.pr, give_up.reason
+                ));
+                Outcome::ChecksFailed
+            }
+        }
     }
 
     /// `pr_limit` and `pr_hourly_limit`, counted on the forge: `Some` when they hold the cycle

@@ -164,5 +164,16 @@ pub async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefi
     {
         CycleBrief::Ready { briefing, .. } => Ok(*briefing),
         CycleBrief::Nothing(reason) => Err((ExitStatus::Done, reason)),
+        CycleBrief::Checks { plan, .. } => Err(match *plan {
+            crate::conversation::fix::ChecksPlan::GiveUp(give_up) => (
+                crate::outcome::Outcome::ChecksFailed.exit_status(),
+                format!(
+                    "upkeep stops working the checks of pull request #{}: {}",
+                    give_up.pr, give_up.reason
+                ),
+            ),
+            crate::conversation::fix::ChecksPlan::Nothing(reason) => (ExitStatus::Done, reason),
+            crate::conversation::fix::ChecksPlan::Fix(_) => (ExitStatus::Done, String::new()),
+        }),
     }
 }
