@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::{ConversationError, CycleConversation};
+use crate::config::RepoSettings;
 use crate::forge::checks::{ChecksState, FailingCheck, failure_signature};
 use crate::forge::fix_attempts::{FixAttempt, FixAttempts, FixDecision, GiveUpReason, gave_up_marker};
 use crate::forge::{ContinuedPullRequest, Forge, ForgeError, PullRequestInfo, postable};
@@ -170,6 +171,46 @@ pub async fn start(
         fix: Some(Box::new(cycle)),
     });
     Ok(())
+}
+
+/// What a backlog cycle found among the bot's open pull requests.
+#[derive(Debug, Default)]
+pub struct Scanned {
+    /// The first (oldest) pull request whose checks call for a fix cycle.
+    pub fix: Option<(PullRequestInfo, FixCycle)>,
+    /// Pull requests upkeep stops working, whose note is still to be said.
+    pub gave_up: Vec<GiveUp>,
+}
+
+/// The first of `pulls` (oldest first) whose checks fail and call for a fix cycle; pull requests
+/// upkeep stopped working are skipped, and those it stops working now are collected so the run
+/// says so on them. A pull request whose checks cannot be read is skipped with a notice.
+pub async fn scan(
+    forge: &dyn Forge,
+    pulls: &[PullRequestInfo],
+    settings: &RepoSettings,
+    notice: &(dyn Fn(&str) + Sync),
+) -> Scanned {
+    let mut scanned = Scanned::default();
+    for pull in pulls {
+        match plan(forge, pull, settings.max_fix_attempts, &settings.protected_paths).await {
+            Ok((_, ChecksPlan::Fix(cycle))) => {
+                scanned.fix = Some((pull.clone(), cycle));
+                break;
+            }
+            Ok((_, ChecksPlan::GiveUp(give_up))) => {
+                if give_up.note.is_some() {
+                    scanned.gave_up.push(give_up);
+                }
+            }
+            Ok((_, ChecksPlan::Nothing(_))) => {}
+            Err(error) => notice(&format!(
+                "upkeep: could not read the checks of pull request #{}: {error}",
+                pull.number
+            )),
+        }
+    }
+    scanned
 }
 
 /// Why the failure is outside what the bot may change, if it is: every failing check lost its

@@ -46,6 +46,9 @@ pub struct CycleConversation {
     pub closed: Vec<ClosedPullRequest>,
     /// Other open bot pull requests with review feedback waiting.
     pub feedback_waiting: Vec<u64>,
+    /// Bot pull requests whose failing checks upkeep stops working, found by a backlog cycle:
+    /// the run says so on each (when not already said) and works something else.
+    pub gave_up: Vec<fix::GiveUp>,
 }
 
 /// Whether the cycle has work, and what it knows.
@@ -169,10 +172,17 @@ pub async fn for_cycle(
                 Vec::new()
             }
         };
-        let waiting = follow_up::scan(forge, base, notice).await;
+        let (waiting, workable) = follow_up::scan(forge, base, notice).await;
         if let Some((first, rest)) = waiting.split_first() {
             follow_up::start(workspace, &auth, first, &mut conversation).await?;
             conversation.feedback_waiting = rest.iter().map(|f| f.pull_request.number).collect();
+        } else {
+            // After review feedback and before new work: a bot pull request whose checks fail.
+            let scanned = fix::scan(forge, &workable, settings, notice).await;
+            conversation.gave_up = scanned.gave_up;
+            if let Some((pull, cycle)) = scanned.fix {
+                fix::start(workspace, &auth, &pull, cycle, &mut conversation).await?;
+            }
         }
     }
     Ok(CycleWork::Work(Box::new(conversation)))

@@ -7,7 +7,7 @@ use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
 use crate::config::{Mode, RepoSettings};
 use crate::conversation::CycleWork;
-use crate::conversation::fix::{ChecksPlan, ChecksReport};
+use crate::conversation::fix::{ChecksPlan, ChecksReport, GiveUp};
 use crate::dashboard::DashboardPlan;
 use crate::events::{Event, Scope};
 use crate::forge::Forge;
@@ -25,6 +25,8 @@ pub(super) enum CycleBrief {
     Ready {
         files: WorkTree,
         briefing: Box<Briefing>,
+        /// Bot pull requests whose checks upkeep stops working: the run says so on each.
+        gave_up: Vec<GiveUp>,
     },
     /// Nothing to do, and why (no feedback waits on the pull request): no model is asked.
     Nothing(String),
@@ -83,7 +85,16 @@ impl Runner<'_> {
         );
 
         let (files, briefing) = match self.brief_cycle(cycle, forge, &workspace, &settings).await? {
-            CycleBrief::Ready { files, briefing } => (files, briefing),
+            CycleBrief::Ready {
+                files,
+                briefing,
+                gave_up,
+            } => {
+                for give_up in gave_up {
+                    self.say_gave_up(give_up, forge).await;
+                }
+                (files, briefing)
+            }
             CycleBrief::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
                 return Ok(Outcome::NoTasks);
@@ -180,6 +191,7 @@ impl Runner<'_> {
         Ok(CycleBrief::Ready {
             files,
             briefing: Box::new(briefing),
+            gave_up: conversation.gave_up,
         })
     }
 
@@ -209,32 +221,38 @@ impl Runner<'_> {
             // Not reached: a fix cycle is a cycle's work, not an ending.
             ChecksPlan::Fix(_) => Outcome::NoTasks,
             ChecksPlan::GiveUp(give_up) => {
-                if let Some(note) = give_up.note {
-                    let answer = crate::forge::FeedbackAnswer {
-                        pull_request: give_up.pr,
-                        commit: give_up.sha.clone(),
-                        replies: Vec::new(),
-                        summary: Some(note),
-                    };
-                    match forge.answer_feedback(&answer).await {
-                        Ok(places) => {
-                            for place in places {
-                                self.events.say(&format!("said so on the pull request: {place}"));
-                            }
-                        }
-                        Err(error) => self.events.alert(&format!(
-                            "upkeep: could not comment on pull request #{}: {error}",
-                            give_up.pr
-                        )),
-                    }
-                }
-                self.events.alert(&format!(
-                    "upkeep: stopped working the checks of pull request #{}: {}; a human needs to look",
-                    give_up.pr, give_up.reason
-                ));
+                self.say_gave_up(give_up, forge).await;
                 Outcome::ChecksFailed
             }
         }
+    }
+
+    /// Says on the pull request (once per head commit: `note` is `None` when already said) and
+    /// to people that upkeep stops working its checks.
+    async fn say_gave_up(&self, give_up: GiveUp, forge: &dyn Forge) {
+        if let Some(note) = give_up.note {
+            let answer = crate::forge::FeedbackAnswer {
+                pull_request: give_up.pr,
+                commit: give_up.sha.clone(),
+                replies: Vec::new(),
+                summary: Some(note),
+            };
+            match forge.answer_feedback(&answer).await {
+                Ok(places) => {
+                    for place in places {
+                        self.events.say(&format!("said so on the pull request: {place}"));
+                    }
+                }
+                Err(error) => self.events.alert(&format!(
+                    "upkeep: could not comment on pull request #{}: {error}",
+                    give_up.pr
+                )),
+            }
+        }
+        self.events.alert(&format!(
+            "upkeep: stopped working the checks of pull request #{}: {}; a human needs to look",
+            give_up.pr, give_up.reason
+        ));
     }
 
     /// `pr_limit` and `pr_hourly_limit`, counted on the forge: `Some` when they hold the cycle

@@ -274,3 +274,52 @@ async fn a_cancelled_check_is_not_a_failure_and_pending_checks_wait() {
         "waiting says nothing on the pull request"
     );
 }
+
+/// A backlog run takes the bot's failing pull request as its task (no review feedback waits),
+/// and skips one whose attempts are used up, saying so on it once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backlog_run_fixes_a_failing_bot_pull_request_and_skips_one_that_gave_up() {
+    let (hub, head) = failing_pull_request().await;
+    push_commit(&hub, "upkeep/5-farewell", "FAREWELL.md", "bye\n", BOT_EMAIL);
+    hub.add_pull(2, "upkeep/5-farewell", "Add a farewell", BOT, None);
+    let exhausted = git(hub.bare(), &["rev-parse", "upkeep/5-farewell"]);
+    hub.add_check_run(&exhausted, CheckRunSpec::completed("test", "failure"));
+    for attempt in 1..=3 {
+        let marker = fix_attempt_marker(&FixAttempt {
+            attempt,
+            sha: "e".repeat(40),
+            signature: format!("{attempt}").repeat(16),
+        });
+        hub.add_issue_comment(2, BOT, "NONE", &marker, "2030-01-01T00:00:00Z");
+    }
+    let script = Script::new(&[reply(
+        "fix the check",
+        &[
+            ("write_file", json!({"path": "GREETING.md", "content": "hello.\n"})),
+            (
+                "create_pull_request",
+                json!({"title": "Fix the greeting check", "body": "Added the final period."}),
+            ),
+            ("finish", json!({"status": "completed", "summary": "checks fixed"})),
+        ],
+    )]);
+    let out = hub.upkeep(&["--replay"]).args([script.path()]).run_async().await;
+    out.assert_code(0);
+    assert_eq!(outcome(&out), "pull_request", "{}", out.stdout);
+    assert_eq!(git(hub.bare(), &["rev-parse", &format!("{BRANCH}~1")]), head);
+    assert_eq!(
+        git(hub.bare(), &["rev-parse", "upkeep/5-farewell"]),
+        exhausted,
+        "left alone"
+    );
+    assert!(parse_fix_attempt_marker(&bot_comments(&hub)[0]).is_some());
+    let notes: Vec<Value> = hub
+        .issue_comments(2)
+        .into_iter()
+        .filter(|c| parse_gave_up_marker(c["body"].as_str().unwrap_or_default()).is_some())
+        .collect();
+    assert_eq!(notes.len(), 1, "said once on the pull request that gave up");
+    let attempts = out.events_of("fix_attempt");
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0]["pr"], 3);
+}
