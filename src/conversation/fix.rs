@@ -305,6 +305,17 @@ pub fn attempt_comment(fix: &FixCycle, commit: &str, summary: &str) -> String {
     )
 }
 
+/// The comment of a fix attempt that pushed nothing: the attempt's marker first, then how the
+/// cycle ended (`ended`, already made postable).
+pub fn empty_attempt_comment(fix: &FixCycle, ended: &str) -> String {
+    format!(
+        "{}\nupkeep worked fix attempt {} of {} on the failing checks and pushed nothing; {ended}",
+        crate::forge::fix_attempts::fix_attempt_marker(&fix.attempt),
+        fix.attempt.attempt,
+        fix.max,
+    )
+}
+
 #[cfg(test)]
 #[path = "fix_tests.rs"]
 mod tests;

@@ -140,6 +140,11 @@ impl Runner<'_> {
             })
             .await?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
+        if !opened_pull_request {
+            if let Some(continued) = briefing.continued.as_ref() {
+                self.record_empty_fix_attempt(continued, &outcome, forge).await;
+            }
+        }
         self.settle_answered_question(&outcome).await;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
         // (and every error above) drops it here, which removes the temporary directory.
@@ -224,6 +229,42 @@ impl Runner<'_> {
                 self.say_gave_up(give_up, forge).await;
                 Outcome::ChecksFailed
             }
+        }
+    }
+
+    /// A fix cycle that pushed nothing (the model finished, asked or ran out of budget) still
+    /// used an attempt: it is recorded on the pull request like one that pushed, so the attempts
+    /// stay bounded and the same failure on the next run stops the fixing.
+    async fn record_empty_fix_attempt(
+        &self,
+        continued: &crate::forge::ContinuedPullRequest,
+        outcome: &crate::agent::CycleOutcome,
+        forge: &dyn Forge,
+    ) {
+        let Some(fix) = continued.fix.as_deref() else {
+            return;
+        };
+        let ended = match outcome {
+            CycleOutcome::Finished { summary, .. } => {
+                format!("it finished: {}", crate::forge::postable(summary.trim()))
+            }
+            CycleOutcome::Question { question, .. } => {
+                format!("it asked: {}", crate::forge::postable(question.trim()))
+            }
+            CycleOutcome::Limit(limit) => format!("a budget stopped it ({limit})"),
+        };
+        let body = crate::conversation::fix::empty_attempt_comment(fix, &ended);
+        let answer = crate::forge::FeedbackAnswer {
+            pull_request: continued.number,
+            commit: fix.attempt.sha.clone(),
+            replies: Vec::new(),
+            summary: Some(self.events.redactor().redact(&body)),
+        };
+        if let Err(error) = forge.answer_feedback(&answer).await {
+            self.events.alert(&format!(
+                "upkeep: could not record fix attempt {} on pull request #{}: {error}",
+                fix.attempt.attempt, continued.number
+            ));
         }
     }
 

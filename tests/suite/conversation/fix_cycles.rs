@@ -323,3 +323,24 @@ async fn a_backlog_run_fixes_a_failing_bot_pull_request_and_skips_one_that_gave_
     assert_eq!(attempts.len(), 1);
     assert_eq!(attempts[0]["pr"], 3);
 }
+
+/// A fix cycle that pushes nothing still uses its attempt: recorded on the pull request, so the
+/// next run, seeing the same failure, stops instead of trying forever.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fix_cycle_that_pushes_nothing_is_recorded_and_the_next_run_stops() {
+    let (hub, head) = failing_pull_request().await;
+    let out = run_pr(&hub, &Script::new(&[finish("no_tasks")])).await;
+    out.assert_code(0);
+    assert_eq!(out.events_of("fix_attempt").len(), 1);
+    let comments = bot_comments(&hub);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    let recorded = parse_fix_attempt_marker(&comments[0]).expect("the attempt is recorded");
+    assert_eq!((recorded.attempt, recorded.sha.as_str()), (1, head.as_str()));
+    assert!(comments[0].contains("pushed nothing"), "{}", comments[0]);
+
+    let again = run_pr(&hub, &Script::new(&[finish("no_tasks")])).await;
+    again.assert_code(3);
+    assert!(again.events_of("model_response").is_empty());
+    let note = bot_comments(&hub).pop().expect("a note");
+    assert!(note.contains("the same way as before fix attempt 1"), "{note}");
+}
