@@ -150,7 +150,12 @@ pub(crate) async fn brief(
         }
     }
     // A follow-up or an explicit issue is the whole task; only a backlog cycle lists issues.
-    let backlog = config.task.is_none() && conversation.feedback.is_none() && conversation.issue.is_none();
+    let fix = conversation
+        .continued
+        .as_ref()
+        .and_then(|continued| continued.fix.as_deref());
+    let backlog =
+        config.task.is_none() && conversation.feedback.is_none() && conversation.issue.is_none() && fix.is_none();
     let issues = if backlog {
         forge.task_issues(&settings.label).await?
     } else {
@@ -183,6 +188,11 @@ pub(crate) async fn brief(
     let tree = FileTree::scan_until(files, DEFAULT_TREE_BUDGET, cancel).await?;
     let rendered = match (&conversation.feedback, &conversation.issue, &config.task) {
         (Some(feedback), _, _) => Some(render::follow_up_task(feedback)),
+        (None, None, None) if fix.is_some() => conversation
+            .continued
+            .as_ref()
+            .zip(fix)
+            .map(|(continued, fix)| render::fix_task(continued, fix)),
         (None, Some(issue), None) => Some(render::issue_task(issue, conversation.continued.as_ref())),
         _ => None,
     };

@@ -84,7 +84,8 @@ pub struct RunArgs {
     #[arg(long, env = "UPKEEP_ISSUE", conflicts_with = "continuous")]
     pub issue: Option<u64>,
 
-    /// Work the review feedback on this pull request of the bot's (GitHub).
+    /// Work the review feedback on this pull request of the bot's, or with none waiting its
+    /// failing checks (GitHub).
     #[arg(long = "pr", env = "UPKEEP_PR", conflicts_with_all = ["task", "task_file", "continuous", "issue"])]
     pub pull_request: Option<u64>,
 

@@ -33,6 +33,9 @@ pub enum Outcome {
     OutsideSchedule,
     /// The model asked a question: a human must answer.
     Question,
+    /// upkeep stopped fixing the failing checks of its pull request (attempts used up, the same
+    /// failure twice, or a failure outside what it may change): a human must look.
+    ChecksFailed,
     /// A budget (`--timeout` included) cut a cycle short.
     Limit,
     /// The model made the same failing call five times in a row.
@@ -51,7 +54,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in the order docs/events.md lists them (the fleet's two last).
-    pub const ALL: [Outcome; 15] = [
+    pub const ALL: [Outcome; 16] = [
         Outcome::PullRequest,
         Outcome::Completed,
         Outcome::NoTasks,
@@ -60,6 +63,7 @@ impl Outcome {
         Outcome::PrHourlyLimit,
         Outcome::OutsideSchedule,
         Outcome::Question,
+        Outcome::ChecksFailed,
         Outcome::Limit,
         Outcome::Stuck,
         Outcome::Error,
@@ -80,6 +84,7 @@ impl Outcome {
             Outcome::PrHourlyLimit => "pr_hourly_limit",
             Outcome::OutsideSchedule => "outside_schedule",
             Outcome::Question => "question",
+            Outcome::ChecksFailed => "checks_failed",
             Outcome::Limit => "limit",
             Outcome::Stuck => "stuck",
             Outcome::Error => "error",
@@ -105,7 +110,9 @@ impl Outcome {
             | Outcome::PrLimit
             | Outcome::PrHourlyLimit
             | Outcome::OutsideSchedule => ExitStatus::Done,
-            Outcome::Question => ExitStatus::Question,
+            // Like a question, the run hands over to a human; it is neither a failure of upkeep's
+            // nor a budget.
+            Outcome::Question | Outcome::ChecksFailed => ExitStatus::Question,
             Outcome::Limit | Outcome::Stuck | Outcome::FleetBudget => ExitStatus::Budget,
             Outcome::Error => ExitStatus::Failure,
             Outcome::UsageError => ExitStatus::Usage,
@@ -122,6 +129,7 @@ impl Outcome {
             | Outcome::NoTasks
             | Outcome::MaxCycles
             | Outcome::Question
+            | Outcome::ChecksFailed
             | Outcome::Limit
             | Outcome::Stuck
             | Outcome::Error
@@ -166,13 +174,14 @@ mod tests {
             Outcome::PrHourlyLimit => 5,
             Outcome::OutsideSchedule => 6,
             Outcome::Question => 7,
-            Outcome::Limit => 8,
-            Outcome::Stuck => 9,
-            Outcome::Error => 10,
-            Outcome::UsageError => 11,
-            Outcome::Interrupted => 12,
-            Outcome::NotStarted => 13,
-            Outcome::FleetBudget => 14,
+            Outcome::ChecksFailed => 8,
+            Outcome::Limit => 9,
+            Outcome::Stuck => 10,
+            Outcome::Error => 11,
+            Outcome::UsageError => 12,
+            Outcome::Interrupted => 13,
+            Outcome::NotStarted => 14,
+            Outcome::FleetBudget => 15,
         };
         for (index, outcome) in Outcome::ALL.into_iter().enumerate() {
             assert_eq!(position(outcome), index);
@@ -209,7 +218,7 @@ mod tests {
             assert_eq!(outcome.exit_status().code(), code, "`{name}`");
             rows += 1;
         }
-        assert_eq!(rows, 13);
+        assert_eq!(rows, 14);
         assert_eq!(Outcome::NotStarted.exit_status(), ExitStatus::Interrupted);
         assert_eq!(Outcome::FleetBudget.exit_status(), ExitStatus::Budget);
     }

@@ -116,6 +116,12 @@ pub(crate) fn annotation(summary: &RunSummary) -> Option<(&'static str, String)>
             "warning",
             format!("upkeep stopped: a budget cut the cycle short (exit code {code})"),
         )),
+        Outcome::ChecksFailed => Some((
+            "warning",
+            format!(
+                "upkeep stopped working the failing checks of its pull request; a human needs to look (exit code {code})"
+            ),
+        )),
         Outcome::Question => {
             let question = summary
                 .question
@@ -144,6 +150,7 @@ fn headline(outcome: Outcome) -> &'static str {
         Outcome::PrHourlyLimit => "held back: `pr_hourly_limit` pull requests were opened in the last hour",
         Outcome::OutsideSchedule => "held back: outside its schedule",
         Outcome::Question => "has a question for a human",
+        Outcome::ChecksFailed => "stopped fixing its pull request's failing checks: a human needs to look",
         Outcome::Limit => "stopped: a budget cut the cycle short",
         Outcome::Stuck => "stopped: the model repeated the same failing call",
         Outcome::Error => "failed",

@@ -108,6 +108,7 @@ fn summary_for(outcome: Outcome) -> RunSummary {
         | Outcome::PrHourlyLimit
         | Outcome::OutsideSchedule
         | Outcome::Limit
+        | Outcome::ChecksFailed
         | Outcome::Stuck => {}
     }
     summary

@@ -55,16 +55,22 @@ pub(crate) async fn start(
         branch: pull.branch.clone(),
         threads: waiting.threads.iter().map(|thread| thread.id).collect(),
         review: true,
+        fix: None,
     });
     conversation.feedback = Some(waiting.clone());
     Ok(())
 }
 
 /// The bot's open pull requests against `base` with maintainers' feedback waiting, oldest
-/// first. A pull request whose feedback cannot be read is skipped with a notice.
-pub(crate) async fn scan(forge: &dyn Forge, base: &str, notice: &(dyn Fn(&str) + Sync)) -> Vec<PullRequestFeedback> {
+/// first, and every open pull request the bot may work (for the checks, [`super::fix::scan`]).
+/// A pull request whose feedback cannot be read is skipped with a notice.
+pub(crate) async fn scan(
+    forge: &dyn Forge,
+    base: &str,
+    notice: &(dyn Fn(&str) + Sync),
+) -> (Vec<PullRequestFeedback>, Vec<PullRequestInfo>) {
     if forge.name() != "github" {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     let open = match forge.open_pull_requests(base).await {
         Ok(open) => open,
@@ -72,15 +78,17 @@ pub(crate) async fn scan(forge: &dyn Forge, base: &str, notice: &(dyn Fn(&str) +
             notice(&format!(
                 "upkeep: could not list open pull requests for review feedback: {error}"
             ));
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
     };
     let mut numbers: Vec<u64> = open.iter().filter_map(|pr| pr.number).collect();
     numbers.sort_unstable();
     let mut waiting = Vec::new();
+    let mut workable = Vec::new();
     for number in numbers.into_iter().take(MAX_SCANNED) {
         match forge.pull_request_feedback(number).await {
             Ok(feedback) if check_workable(&feedback.pull_request).is_ok() => {
+                workable.push(feedback.pull_request.clone());
                 let unaddressed = feedback.unaddressed();
                 if !unaddressed.is_empty() {
                     waiting.push(unaddressed);
@@ -92,7 +100,7 @@ pub(crate) async fn scan(forge: &dyn Forge, base: &str, notice: &(dyn Fn(&str) +
             )),
         }
     }
-    waiting
+    (waiting, workable)
 }
 
 /// What the bot says after pushing `commit` for `continued`: a reply in each thread the model
@@ -175,6 +183,7 @@ mod tests {
             branch: "upkeep/7-x".into(),
             threads: vec![1, 2],
             review: true,
+            fix: None,
         };
         let answer = answer(
             &continued,

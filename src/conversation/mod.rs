@@ -8,6 +8,10 @@
 //! - An issue worked explicitly (`--issue N`, an Actions comment event): its text and comments
 //!   (the bot's question and a maintainer's answer) are the task; when the bot already has a
 //!   pull request for it, the cycle continues its branch.
+//! - A fix cycle (`--pr N` on a bot pull request whose checks fail, DESIGN section 14): the
+//!   clone is checked out on its branch, the prompt carries the failing checks, and
+//!   `create_pull_request` pushes a commit on top and records the attempt ([`fix`]); or upkeep
+//!   stops fixing and says so.
 //! - A local question answered with `--answer` ([`local`]).
 //! - Memory kept in the forge: bot pull requests closed without merging end their tasks
 //!   ([`memory`]).
@@ -15,11 +19,12 @@
 //! Only feedback by authors with write access starts work or reaches the prompt as feedback;
 //! all of it is untrusted text, framed by [`render`].
 
-use crate::config::Config;
+use crate::config::{Config, RepoSettings};
 use crate::forge::{ClosedPullRequest, ContinuedPullRequest, Forge, ForgeError, PullRequestFeedback, TaskIssue};
 use crate::repo::questions::LocalQuestion;
 use crate::repo::{GitAuth, Workspace, WorkspaceError};
 
+pub(crate) mod fix;
 pub(crate) mod follow_up;
 pub(crate) mod local;
 pub(crate) mod memory;
@@ -41,6 +46,9 @@ pub(crate) struct CycleConversation {
     pub closed: Vec<ClosedPullRequest>,
     /// Other open bot pull requests with review feedback waiting.
     pub feedback_waiting: Vec<u64>,
+    /// Bot pull requests whose failing checks upkeep stops working, found by a backlog cycle:
+    /// the run says so on each (when not already said) and works something else.
+    pub gave_up: Vec<fix::GiveUp>,
 }
 
 /// Whether the cycle has work, and what it knows.
@@ -50,6 +58,12 @@ pub(crate) enum CycleWork {
     /// Nothing to do, and why (no feedback waits on the pull request): the cycle ends with
     /// `no_tasks` without asking the model.
     Nothing(String),
+    /// The checks of the pull request asked for leave no fix cycle to run: they wait, pass, or
+    /// upkeep stops fixing them ([`fix::ChecksPlan::GiveUp`]). No model is asked.
+    Checks {
+        report: Option<fix::ChecksReport>,
+        plan: Box<fix::ChecksPlan>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +81,7 @@ pub(crate) enum ConversationError {
 /// `notice` hears what a person should know (a listing that failed and was skipped).
 pub(crate) async fn for_cycle(
     config: &Config,
+    settings: &RepoSettings,
     forge: &dyn Forge,
     workspace: &Workspace,
     answered: Option<&LocalQuestion>,
@@ -84,13 +99,37 @@ pub(crate) async fn for_cycle(
         let feedback = forge.pull_request_feedback(number).await?;
         follow_up::check_workable(&feedback.pull_request).map_err(ConversationError::Refused)?;
         let waiting = feedback.unaddressed();
-        if waiting.is_empty() {
-            return Ok(CycleWork::Nothing(format!(
-                "no review feedback from maintainers waits on pull request #{number} (feedback by authors without write access starts nothing)"
-            )));
+        if !waiting.is_empty() {
+            follow_up::start(workspace, &auth, &waiting, &mut conversation).await?;
+            return Ok(CycleWork::Work(Box::new(conversation)));
         }
-        follow_up::start(workspace, &auth, &waiting, &mut conversation).await?;
-        return Ok(CycleWork::Work(Box::new(conversation)));
+        // No feedback waits: the pull request's checks may.
+        let (report, plan) = fix::plan(
+            forge,
+            &feedback.pull_request,
+            settings.max_fix_attempts,
+            &settings.protected_paths,
+        )
+        .await?;
+        return match plan {
+            fix::ChecksPlan::Fix(cycle) => {
+                fix::start(workspace, &auth, &feedback.pull_request, cycle, &mut conversation).await?;
+                Ok(CycleWork::Work(Box::new(conversation)))
+            }
+            fix::ChecksPlan::Nothing(reason) if report.is_none() => Ok(CycleWork::Nothing(format!(
+                "no review feedback from maintainers waits on pull request #{number} (feedback by authors without write access starts nothing), and {reason}"
+            ))),
+            fix::ChecksPlan::Nothing(reason) => Ok(CycleWork::Checks {
+                report,
+                plan: Box::new(fix::ChecksPlan::Nothing(format!(
+                    "no review feedback from maintainers waits on pull request #{number}, and {reason}"
+                ))),
+            }),
+            plan @ fix::ChecksPlan::GiveUp(_) => Ok(CycleWork::Checks {
+                report,
+                plan: Box::new(plan),
+            }),
+        };
     }
     if let Some(number) = config.issue {
         // With a task text given (an `issues` event turns the issue into one), the issue only
@@ -118,6 +157,7 @@ pub(crate) async fn for_cycle(
                 branch,
                 threads: Vec::new(),
                 review: false,
+                fix: None,
             });
         }
         return Ok(CycleWork::Work(Box::new(conversation)));
@@ -132,10 +172,17 @@ pub(crate) async fn for_cycle(
                 Vec::new()
             }
         };
-        let waiting = follow_up::scan(forge, base, notice).await;
+        let (waiting, workable) = follow_up::scan(forge, base, notice).await;
         if let Some((first, rest)) = waiting.split_first() {
             follow_up::start(workspace, &auth, first, &mut conversation).await?;
             conversation.feedback_waiting = rest.iter().map(|f| f.pull_request.number).collect();
+        } else {
+            // After review feedback and before new work: a bot pull request whose checks fail.
+            let scanned = fix::scan(forge, &workable, settings, notice).await;
+            conversation.gave_up = scanned.gave_up;
+            if let Some((pull, cycle)) = scanned.fix {
+                fix::start(workspace, &auth, &pull, cycle, &mut conversation).await?;
+            }
         }
     }
     Ok(CycleWork::Work(Box::new(conversation)))

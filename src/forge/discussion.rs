@@ -239,6 +239,8 @@ pub struct ContinuedPullRequest {
     pub threads: Vec<u64>,
     /// Whether the cycle answers review feedback (else it continues an issue's branch).
     pub review: bool,
+    /// Set when the cycle fixes the pull request's failing checks (DESIGN section 14).
+    pub(crate) fix: Option<Box<super::fix_attempts::FixCycle>>,
 }
 
 /// The issue number a bot branch `upkeep/<N>-...` is for.

@@ -10,6 +10,7 @@
 //! attempt at once count it once, and every reader of the same comments gets the same answer.
 
 use super::Comment;
+use super::checks::FailingCheck;
 use super::discussion::Role;
 
 /// What every fix-attempt marker starts with.
@@ -33,6 +34,9 @@ pub struct FixAttempts {
     pub made: u32,
     /// The latest, when there was one.
     pub last: Option<FixAttempt>,
+    /// The head commits on which the bot said it stopped fixing ([`gave_up_marker`]): said
+    /// once per head commit.
+    pub gave_up_on: Vec<String>,
 }
 
 /// What to do about a failing pull request.
@@ -53,6 +57,11 @@ pub enum GiveUpReason {
 }
 
 impl FixAttempts {
+    /// Whether upkeep already said it stopped fixing head commit `sha`.
+    pub fn gave_up(&self, sha: &str) -> bool {
+        self.gave_up_on.iter().any(|said| said.eq_ignore_ascii_case(sha))
+    }
+
     /// Whether another attempt is due for a failure with `signature`, allowing `max` in all.
     pub fn decide(&self, signature: &str, max: u32) -> FixDecision {
         if let Some(last) = self.last.as_ref().filter(|last| last.signature == signature) {
@@ -66,6 +75,23 @@ impl FixAttempts {
             max,
         }
     }
+}
+
+/// What the note that upkeep stopped fixing a pull request starts with.
+pub const GAVE_UP_MARKER: &str = "<!-- upkeep:checks-gave-up";
+
+/// The hidden first line of the note saying upkeep stopped fixing the checks of head `sha`.
+pub fn gave_up_marker(sha: &str) -> String {
+    format!("{GAVE_UP_MARKER} sha={sha} -->")
+}
+
+/// The head commit a comment's first line says upkeep gave up on, whoever wrote it.
+pub fn parse_gave_up_marker(body: &str) -> Option<String> {
+    let first = body.trim_start().lines().next()?;
+    let rest = first.strip_prefix(GAVE_UP_MARKER)?.strip_prefix(" sha=")?;
+    let (sha, _) = rest.split_once(" -->")?;
+    let valid = [40, 64].contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit());
+    valid.then(|| sha.to_ascii_lowercase())
 }
 
 /// The hidden first line of the comment a fix attempt posts.
@@ -102,8 +128,13 @@ pub fn parse_fix_attempt_marker(body: &str) -> Option<FixAttempt> {
 /// (by id, then by position).
 pub fn count_fix_attempts(comments: &[Comment]) -> FixAttempts {
     let mut latest: Option<(u32, u64, usize, FixAttempt)> = None;
+    let mut gave_up_on = Vec::new();
     for (position, comment) in comments.iter().enumerate() {
         if comment.role != Role::Bot {
+            continue;
+        }
+        if let Some(sha) = parse_gave_up_marker(&comment.body) {
+            gave_up_on.push(sha);
             continue;
         }
         let Some(attempt) = parse_fix_attempt_marker(&comment.body) else {
@@ -114,10 +145,29 @@ pub fn count_fix_attempts(comments: &[Comment]) -> FixAttempts {
             latest = Some((key.0, key.1, key.2, attempt));
         }
     }
+    gave_up_on.sort();
+    gave_up_on.dedup();
     match latest {
-        Some((made, _, _, last)) => FixAttempts { made, last: Some(last) },
-        None => FixAttempts::default(),
+        Some((made, _, _, last)) => FixAttempts {
+            made,
+            last: Some(last),
+            gave_up_on,
+        },
+        None => FixAttempts {
+            gave_up_on,
+            ..FixAttempts::default()
+        },
     }
+}
+
+/// The fix cycle a bot pull request gets: which attempt, and the checks it sets out to fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FixCycle {
+    pub(crate) title: String,
+    /// The attempt as its marker records it (number, head commit, failure signature).
+    pub(crate) attempt: FixAttempt,
+    pub(crate) max: u32,
+    pub(crate) failing: Vec<FailingCheck>,
 }
 
 #[cfg(test)]
@@ -209,6 +259,23 @@ mod tests {
             count_fix_attempts(&three).decide("ffffffffffffffff", 3),
             FixDecision::GiveUp(GiveUpReason::AttemptsExhausted { made: 3, max: 3 })
         );
+    }
+
+    /// The note that upkeep stopped is read back per head commit, from the bot's comments only.
+    #[test]
+    fn the_gave_up_note_is_read_back_per_head_commit_from_the_bot_only() {
+        let head = "b".repeat(40);
+        let note = format!("{}\nupkeep stopped.", gave_up_marker(&head));
+        let attempts = count_fix_attempts(&[
+            comment(1, Role::Bot, &marker(1, "1111111111111111")),
+            comment(2, Role::Maintainer, &gave_up_marker(&"c".repeat(40))),
+            comment(3, Role::Bot, &note),
+        ]);
+        assert_eq!(attempts.made, 1, "the note is no attempt");
+        assert!(attempts.gave_up(&head));
+        assert!(!attempts.gave_up(&"c".repeat(40)), "a maintainer's marker is text");
+        assert_eq!(parse_gave_up_marker(&format!("x\n{}", gave_up_marker(&head))), None);
+        assert_eq!(parse_gave_up_marker("<!-- upkeep:checks-gave-up sha=short -->"), None);
     }
 
     /// Two workers that both posted attempt 2 (a race) and read the comments in any order

@@ -7,6 +7,7 @@ use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
 use crate::config::{Mode, RepoSettings};
 use crate::conversation::CycleWork;
+use crate::conversation::fix::{ChecksPlan, ChecksReport, GiveUp};
 use crate::dashboard::DashboardPlan;
 use crate::events::{Event, Scope};
 use crate::forge::Forge;
@@ -24,9 +25,16 @@ pub(super) enum CycleBrief {
     Ready {
         files: WorkTree,
         briefing: Box<Briefing>,
+        /// Bot pull requests whose checks upkeep stops working: the run says so on each.
+        gave_up: Vec<GiveUp>,
     },
     /// Nothing to do, and why (no feedback waits on the pull request): no model is asked.
     Nothing(String),
+    /// The pull request's checks leave no fix cycle to run (DESIGN section 14).
+    Checks {
+        report: Option<ChecksReport>,
+        plan: Box<ChecksPlan>,
+    },
 }
 
 /// What the agent of a cycle works with.
@@ -77,12 +85,46 @@ impl Runner<'_> {
         );
 
         let (files, briefing) = match self.brief_cycle(cycle, forge, &workspace, &settings).await? {
-            CycleBrief::Ready { files, briefing } => (files, briefing),
+            CycleBrief::Ready {
+                files,
+                briefing,
+                gave_up,
+            } => {
+                for give_up in gave_up {
+                    self.say_gave_up(give_up, forge).await;
+                }
+                (files, briefing)
+            }
             CycleBrief::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
                 return Ok(Outcome::NoTasks);
             }
+            CycleBrief::Checks { report, plan } => {
+                if let Some(report) = &report {
+                    self.emit_checks(cycle, report.pr, &report.sha, &report.state);
+                }
+                return Ok(self.stop_on_checks(*plan, forge).await);
+            }
         };
+        if let Some((number, fix)) = briefing
+            .continued
+            .as_ref()
+            .and_then(|continued| continued.fix.as_deref().map(|fix| (continued.number, fix)))
+        {
+            let state = crate::forge::checks::ChecksState::Failing(fix.failing.clone());
+            self.emit_checks(cycle, number, &fix.attempt.sha, &state);
+            self.events.emit(
+                Scope {
+                    cycle: Some(cycle),
+                    turn: None,
+                },
+                Event::FixAttempt {
+                    pr: number,
+                    attempt: fix.attempt.attempt,
+                    max: fix.max,
+                },
+            );
+        }
 
         let opened_before = self.pull_requests.len();
         let outcome = self
@@ -98,6 +140,11 @@ impl Runner<'_> {
             })
             .await?;
         let opened_pull_request = self.pull_requests.len() > opened_before;
+        if !opened_pull_request {
+            if let Some(continued) = briefing.continued.as_ref() {
+                self.record_empty_fix_attempt(continued, &outcome, forge).await;
+            }
+        }
         self.settle_answered_question(&outcome).await;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
         // (and every error above) drops it here, which removes the temporary directory.
@@ -126,9 +173,10 @@ impl Runner<'_> {
         settings: &RepoSettings,
     ) -> Result<CycleBrief, RunError> {
         let files = workspace.files(&settings.protected_paths).map_err(RunError::from)?;
-        let conversation = match self.conversation(cycle, forge, workspace).await? {
+        let conversation = match self.conversation(cycle, forge, workspace, settings).await? {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),
+            CycleWork::Checks { report, plan } => return Ok(CycleBrief::Checks { report, plan }),
         };
         let briefing = brief(
             self.config,
@@ -150,6 +198,7 @@ impl Runner<'_> {
         Ok(CycleBrief::Ready {
             files,
             briefing: Box::new(briefing),
+            gave_up: conversation.gave_up,
         })
     }
 

@@ -13,6 +13,7 @@
 //! (exit 4). Every temporary directory of the run is removed before the run reports, and an
 //! interrupted run says the clone was removed only once it is.
 
+mod checks;
 mod clones;
 mod cycle;
 mod ending;
@@ -164,5 +165,16 @@ pub(crate) async fn prompt(config: &Config, cancel: CancellationToken) -> Result
     {
         CycleBrief::Ready { briefing, .. } => Ok(*briefing),
         CycleBrief::Nothing(reason) => Err((ExitStatus::Done, reason)),
+        CycleBrief::Checks { plan, .. } => Err(match *plan {
+            crate::conversation::fix::ChecksPlan::GiveUp(give_up) => (
+                crate::outcome::Outcome::ChecksFailed.exit_status(),
+                format!(
+                    "upkeep stops working the checks of pull request #{}: {}",
+                    give_up.pr, give_up.reason
+                ),
+            ),
+            crate::conversation::fix::ChecksPlan::Nothing(reason) => (ExitStatus::Done, reason),
+            crate::conversation::fix::ChecksPlan::Fix(_) => (ExitStatus::Done, String::new()),
+        }),
     }
 }

@@ -308,9 +308,11 @@ impl Runner<'_> {
         cycle: u32,
         forge: &dyn Forge,
         workspace: &Workspace,
+        settings: &crate::config::RepoSettings,
     ) -> Result<CycleWork, RunError> {
         crate::conversation::for_cycle(
             self.config,
+            settings,
             forge,
             workspace,
             self.conversation.resumed.as_ref(),

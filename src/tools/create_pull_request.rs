@@ -200,6 +200,12 @@ impl Tool for CreatePullRequest {
                 if let Some(continued) = scope.continued.filter(|continued| continued.review) {
                     answer_review(ctx, scope, continued, &replies, &draft.body, &mut pull_request).await;
                 }
+                if let Some((continued, fix)) = scope
+                    .continued
+                    .and_then(|continued| continued.fix.as_deref().map(|fix| (continued, fix)))
+                {
+                    record_fix_attempt(ctx, scope, continued.number, fix, &draft.body, &mut pull_request).await;
+                }
                 scope.published.record(pull_request.clone());
                 Ok(ToolOutput::PullRequest(pull_request))
             }
@@ -261,6 +267,38 @@ async fn answer_review(
     match scope.forge.answer_feedback(&answer).await {
         Ok(posted) => pull_request.answers = posted,
         Err(error) => pull_request.answers = vec![format!("the review was not answered: {error}")],
+    }
+}
+
+/// Comments on the pull request after a fix cycle's commit was pushed; the comment's first line
+/// is the attempt's marker, so every worker counts the attempt from the forge. A failure to post
+/// is reported in the call's result but does not undo the push.
+async fn record_fix_attempt(
+    ctx: &ToolContext<'_>,
+    scope: &PullRequestScope<'_>,
+    number: u64,
+    fix: &crate::conversation::fix::FixCycle,
+    body: &str,
+    pull_request: &mut crate::forge::PullRequest,
+) {
+    let commit = match ctx.workspace.head_commit().await {
+        Ok(commit) => commit.to_string(),
+        Err(error) => {
+            tracing::warn!("could not read the pushed commit: {error}");
+            return;
+        }
+    };
+    let answer = crate::forge::FeedbackAnswer {
+        pull_request: number,
+        summary: Some(crate::conversation::fix::attempt_comment(fix, &commit, body)),
+        commit,
+        replies: Vec::new(),
+    };
+    match scope.forge.answer_feedback(&answer).await {
+        Ok(posted) => pull_request.answers.extend(posted),
+        Err(error) => pull_request
+            .answers
+            .push(format!("the fix attempt was not recorded on the pull request: {error}")),
     }
 }
 
