@@ -9,7 +9,7 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::file_tree::{DEFAULT_TREE_BUDGET, FileTree};
+use crate::agent::file_tree::{FileTree, tree_budget};
 use crate::agent::prompt::{CyclePrompt, SystemPrompt, TaskSource};
 use crate::config::{Config, ConfigError, DeclaredToolConfig, RepoSettings};
 use crate::conversation::{CycleConversation, memory, render};
@@ -185,7 +185,11 @@ pub(crate) async fn brief(
         [only] if backlog => Some(only.number),
         _ => None,
     };
-    let tree = FileTree::scan_until(files, DEFAULT_TREE_BUDGET, cancel).await?;
+    // The window before any server is asked (the operator's, the table's or the guess): a
+    // small one gets a smaller tree.
+    let model = config.provider.model.as_deref().unwrap_or_default();
+    let window = crate::llm::window::window_for(&config.provider, model).tokens;
+    let tree = FileTree::scan_until(files, tree_budget(window), cancel).await?;
     let rendered = match (&conversation.feedback, &conversation.issue, &config.task) {
         (Some(feedback), _, _) => Some(render::follow_up_task(feedback)),
         (None, None, None) if fix.is_some() => conversation

@@ -19,6 +19,15 @@ use crate::repo::{Interrupted, RepoPath, WorkTree, walk};
 
 /// Bytes of file tree in the cycle prompt, by default.
 pub const DEFAULT_TREE_BUDGET: usize = 16 * 1024;
+/// The tree's budget for a model with a window of `window` tokens: about an eighth of a small
+/// window (at four bytes a token), so the first request of a large repository still fits a
+/// small local model's 4,096 or 8,192 tokens; never under 2 KiB, never over the default.
+pub(crate) fn tree_budget(window: u64) -> usize {
+    usize::try_from(window / 2)
+        .unwrap_or(usize::MAX)
+        .clamp(2 * 1024, DEFAULT_TREE_BUDGET)
+}
+
 /// Bytes of the budget kept for the notices after the listing.
 const NOTICE_RESERVE: usize = 200;
 
@@ -300,5 +309,14 @@ mod tests {
         );
         assert!(text.contains("README.md"), "{text}");
         assert!(text.len() <= 1024, "{}", text.len());
+    }
+
+    #[test]
+    fn a_small_window_gets_a_smaller_tree_and_a_large_one_the_default() {
+        assert_eq!(tree_budget(4_096), 2 * 1024);
+        assert_eq!(tree_budget(8_192), 4 * 1024);
+        assert_eq!(tree_budget(32_768), DEFAULT_TREE_BUDGET);
+        assert_eq!(tree_budget(1_047_576), DEFAULT_TREE_BUDGET);
+        assert_eq!(tree_budget(1_024), 2 * 1024);
     }
 }
