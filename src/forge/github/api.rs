@@ -75,6 +75,25 @@ struct ResponseMeta {
     retry_after: Option<String>,
 }
 
+impl ResponseMeta {
+    fn of(response: &reqwest::Response) -> Self {
+        ResponseMeta {
+            ratelimit_remaining: header_of(response, "x-ratelimit-remaining"),
+            ratelimit_reset: header_of(response, "x-ratelimit-reset"),
+            retry_after: header_of(response, "retry-after"),
+        }
+    }
+}
+
+/// A response header's value, when it is text.
+fn header_of(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+}
+
 /// A client for one repository's API calls.
 pub(crate) struct Api {
     http: reqwest::Client,
@@ -173,19 +192,8 @@ impl Api {
             ))
         })?;
         let status = response.status().as_u16();
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned)
-        };
-        let meta = ResponseMeta {
-            ratelimit_remaining: header("x-ratelimit-remaining"),
-            ratelimit_reset: header("x-ratelimit-reset"),
-            retry_after: header("retry-after"),
-        };
-        let next = header("link").as_deref().and_then(next_page);
+        let meta = ResponseMeta::of(&response);
+        let next = header_of(&response, "link").as_deref().and_then(next_page);
         let text = response.text().await.map_err(|error| {
             ForgeError::Other(format!(
                 "{operation}: reading GitHub's answer failed: {}",

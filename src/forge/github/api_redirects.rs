@@ -35,18 +35,7 @@ impl Api {
                 )))
             });
         }
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned)
-        };
-        let meta = ResponseMeta {
-            ratelimit_remaining: header("x-ratelimit-remaining"),
-            ratelimit_reset: header("x-ratelimit-reset"),
-            retry_after: header("retry-after"),
-        };
+        let meta = ResponseMeta::of(&response);
         let text = read_capped(response, MAX_ERROR_BODY_BYTES * 8)
             .await
             .unwrap_or_default();
