@@ -41,7 +41,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 LLM_DIR = ROOT / ".ci" / "llm"
 VENV_PYTHON = LLM_DIR / "venv" / "bin" / "python"
-UPKEEP = ROOT / "target" / "debug" / "upkeep"
+# Where `cargo build` put the binary: `CARGO_TARGET_DIR` when set (relative to the checkout, as
+# cargo reads it), else target/.
+UPKEEP = ROOT / os.environ.get("CARGO_TARGET_DIR", "target") / "debug" / "upkeep"
 # The server's context window; upkeep is told the same with --context-window.
 N_CTX = 8192
 # How long a server may take to load the model and answer /v1/models.
