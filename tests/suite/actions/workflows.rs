@@ -211,6 +211,13 @@ pub(super) fn check_upkeep_workflow(name: &str, text: &str) {
     );
     let key = steps[0]["with"]["api-key"].as_str().unwrap_or("");
     assert!(key.starts_with("${{ secrets."), "{name}: the key from a secret: {key}");
+    // A GitHub App token cannot say whose it is, and without the bot's login upkeep refuses to
+    // judge comments: the workflow passes the repository variable that names it.
+    assert_eq!(
+        steps[0]["with"]["bot-login"].as_str(),
+        Some("${{ vars.UPKEEP_BOT_LOGIN }}"),
+        "{name}: the bot's login from the repository variable"
+    );
 }
 
 #[test]
