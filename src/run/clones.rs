@@ -12,6 +12,26 @@ use super::runner::Runner;
 /// Largest `.upkeep.toml` read.
 const MAX_REPO_CONFIG_BYTES: u64 = 256 * 1024;
 
+/// A cycle's clone: its workspace, the repository's settings read from it, and whether the next
+/// cycle of continuous mode may refresh it in place.
+pub(super) struct CycleClone {
+    pub(super) workspace: Workspace,
+    pub(super) settings: RepoSettings,
+    /// Not when the base came from the default branch's `.upkeep.toml`, which a refresh of the
+    /// base alone would not see change.
+    pub(super) reusable: bool,
+}
+
+impl CycleClone {
+    fn new(workspace: Workspace, settings: RepoSettings, reusable: bool) -> Self {
+        CycleClone {
+            workspace,
+            settings,
+            reusable,
+        }
+    }
+}
+
 impl Runner<'_> {
     pub(super) async fn clone(&self, base: Option<String>) -> Result<Workspace, RunError> {
         let config = self.config;
@@ -38,10 +58,8 @@ impl Runner<'_> {
     }
 
     /// Clones (from cycle 2 of continuous mode: refreshes the kept clone), reads `.upkeep.toml`,
-    /// and re-clones when the file names another base branch. The flag says whether the next
-    /// cycle may refresh this clone: not when its base came from the default branch's
-    /// `.upkeep.toml`, which a refresh of the base alone would not see change.
-    pub(super) async fn prepare(&mut self, cycle: u32) -> Result<(Workspace, RepoSettings, bool), RunError> {
+    /// and re-clones when the file names another base branch.
+    pub(super) async fn prepare(&mut self, cycle: u32) -> Result<CycleClone, RunError> {
         let config = self.config;
         // A review follow-up works on its pull request's base, whatever else is configured.
         let explicit_base = self
@@ -58,7 +76,7 @@ impl Runner<'_> {
                         .as_deref()
                         .is_none_or(|base| base == workspace.base_branch());
                     if explicit_base.is_some() || same_base {
-                        return Ok((workspace, settings, true));
+                        return Ok(CycleClone::new(workspace, settings, true));
                     }
                     // `.upkeep.toml` now names another base: start over as cycle 1 does.
                 }
@@ -75,9 +93,9 @@ impl Runner<'_> {
                 drop(workspace);
                 let workspace = self.clone(Some(base.clone())).await?;
                 let settings = self.repo_settings(&workspace, cycle)?;
-                Ok((workspace, settings, false))
+                Ok(CycleClone::new(workspace, settings, false))
             }
-            _ => Ok((workspace, settings, true)),
+            _ => Ok(CycleClone::new(workspace, settings, true)),
         }
     }
 

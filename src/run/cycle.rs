@@ -16,6 +16,7 @@ use crate::llm::{Provider, pricing};
 use crate::repo::{StopReason, WorkTree, Workspace};
 use crate::tools::{CyclePullRequests, FinishStatus, PullRequestScope, ToolContext};
 
+use super::clones::CycleClone;
 use super::ending::RunError;
 use super::runner::Runner;
 use crate::outcome::Outcome;
@@ -65,7 +66,11 @@ impl Runner<'_> {
         {
             return Ok(end);
         }
-        let (workspace, settings, reusable) = match self.conversation.first.take() {
+        let CycleClone {
+            workspace,
+            settings,
+            reusable,
+        } = match self.conversation.first.take() {
             Some(first) => first,
             None => self.prepare(cycle).await?,
         };

@@ -157,7 +157,9 @@ pub(crate) async fn prompt(config: &Config, cancel: CancellationToken) -> Result
     let mut runner = Runner::new(config, &events, &cancel);
     runner.cycles = 1;
     let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
-    let (workspace, settings, _) = runner.first_clone(forge.as_ref()).await.map_err(fail)?;
+    let clones::CycleClone {
+        workspace, settings, ..
+    } = runner.first_clone(forge.as_ref()).await.map_err(fail)?;
     match runner
         .brief_cycle(1, forge.as_ref(), &workspace, &settings)
         .await

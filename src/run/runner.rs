@@ -5,7 +5,7 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::budget::Budget;
-use crate::config::{Config, ConfigError, Mode, RepoSettings, RepoSource};
+use crate::config::{Config, ConfigError, Mode, RepoSource};
 use crate::conversation::local::LocalResume;
 use crate::conversation::{ConversationError, CycleWork};
 use crate::dashboard::DashboardPlan;
@@ -20,6 +20,7 @@ use crate::summary::RunSummary;
 use crate::tools::CommandSettings;
 
 use super::build_forge;
+use super::clones::CycleClone;
 use super::ending::RunError;
 use crate::outcome::Outcome;
 
@@ -64,7 +65,7 @@ struct RunParts {
 #[derive(Default)]
 pub(super) struct ConversationState {
     pub(super) resumed: Option<LocalQuestion>,
-    pub(super) first: Option<(Workspace, RepoSettings, bool)>,
+    pub(super) first: Option<CycleClone>,
     pub(super) pull_request_base: Option<String>,
 }
 
@@ -182,14 +183,14 @@ impl Runner<'_> {
         let instructions_files = first
             .as_ref()
             .and_then(|first| first.as_ref().ok())
-            .and_then(|(workspace, _, _)| workspace.files(&[]).ok())
+            .and_then(|first| first.workspace.files(&[]).ok())
             .and_then(|tree| crate::instructions::read(&tree, &|_| {}))
             .map(|found| vec![found.file])
             .unwrap_or_default();
         let (base, base_from) = match first.as_ref().and_then(|first| first.as_ref().ok()) {
-            Some((workspace, settings, _)) => (
-                Some(workspace.base_branch().to_owned()),
-                Some(self.base_origin(workspace, settings)),
+            Some(first) => (
+                Some(first.workspace.base_branch().to_owned()),
+                Some(self.base_origin(&first.workspace, &first.settings)),
             ),
             None => (None, None),
         };
@@ -281,7 +282,7 @@ impl Runner<'_> {
 
     /// The first cycle's clone and settings, for the run and for `upkeep prompt` alike: a
     /// pull request to follow up is checked first, then the repository is cloned and read.
-    pub(super) async fn first_clone(&mut self, forge: &dyn Forge) -> Result<(Workspace, RepoSettings, bool), RunError> {
+    pub(super) async fn first_clone(&mut self, forge: &dyn Forge) -> Result<CycleClone, RunError> {
         self.check_pull_request(forge).await?;
         self.prepare(1).await
     }
