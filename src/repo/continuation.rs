@@ -85,15 +85,27 @@ impl Workspace {
     }
 
     /// Fetches `branch` from the operator's URL into `refs/remotes/origin/<branch>` and returns
-    /// the remote's tip.
+    /// the remote's tip, as deep as the clone was made.
     fn fetch_remote_tip(&self, repo: &Repository, branch: &str, auth: &GitAuth) -> Result<Oid, WorkspaceError> {
+        self.fetch_branch_tip(repo, branch, auth, self.depth())
+    }
+
+    /// Fetches `branch` from the operator's URL into `refs/remotes/origin/<branch>`, `depth`
+    /// commits deep (0: the whole history), and returns the remote's tip.
+    pub(super) fn fetch_branch_tip(
+        &self,
+        repo: &Repository,
+        branch: &str,
+        auth: &GitAuth,
+        depth: u32,
+    ) -> Result<Oid, WorkspaceError> {
         let stop = self.stop();
         let url = self.url().to_owned();
         let transfer = Transfer::new(&url, auth.token.clone(), stop.clone(), self.stall_timeout());
         let spec = FetchSpec {
             url: &url,
             branch: Some(branch),
-            depth: self.depth(),
+            depth,
             is_local: self.is_local(),
             have: None,
         };

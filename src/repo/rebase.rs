@@ -17,9 +17,7 @@
 
 use git2::{Oid, Repository, Signature};
 
-use super::fetch::{self, FetchSpec};
 use super::git::{BOT_BRANCH_PREFIX, GitAuth, Identity, PushMode, Workspace, WorkspaceError};
-use super::transport::Transfer;
 
 /// What [`Workspace::rebase_bot_branch`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,25 +148,10 @@ impl Workspace {
     /// Fetches `branch` with its whole history (deepening a shallow clone) into
     /// `refs/remotes/origin/<branch>` and returns the remote's tip.
     fn fetch_whole_branch(&self, repo: &Repository, branch: &str, auth: &GitAuth) -> Result<Oid, WorkspaceError> {
-        let stop = self.stop();
-        let url = self.url().to_owned();
-        let transfer = Transfer::new(&url, auth.token.clone(), stop.clone(), self.stall_timeout());
-        let spec = FetchSpec {
-            url: &url,
-            branch: Some(branch),
-            // A full clone stays full; a shallow one is deepened to the whole history (libgit2
-            // reads the largest depth as "unshallow").
-            depth: if self.depth() == 0 { 0 } else { u32::MAX },
-            is_local: self.is_local(),
-            have: None,
-        };
-        let fetched = fetch::fetch_branch(repo, &spec, &transfer, stop).map_err(|failure| {
-            failure.into_error(&transfer, stop, &url, auth, "fetch", |message| WorkspaceError::Fetch {
-                url: url.clone(),
-                message,
-            })
-        })?;
-        Ok(fetched.tip)
+        // A full clone stays full; a shallow one is deepened to the whole history (libgit2
+        // reads the largest depth as "unshallow").
+        let depth = if self.depth() == 0 { 0 } else { u32::MAX };
+        self.fetch_branch_tip(repo, branch, auth, depth)
     }
 }
 
