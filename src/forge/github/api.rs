@@ -94,6 +94,19 @@ fn header_of(response: &reqwest::Response, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// An HTTP client sending `headers` with every request and following no redirect: one to
+/// another host would carry the token along (the log download follows its one redirect itself,
+/// with a client that holds no token).
+fn client(headers: HeaderMap, what: &str) -> Result<reqwest::Client, ForgeError> {
+    crate::http::client_builder()
+        .default_headers(headers)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(REQUEST_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|error| ForgeError::Other(format!("cannot set up {what}: {}", error_chain(&error))))
+}
+
 /// A client for one repository's API calls.
 pub(crate) struct Api {
     http: reqwest::Client,
@@ -137,24 +150,8 @@ impl Api {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        let http = crate::http::client_builder()
-            .default_headers(headers)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            // A redirect to another host would carry the token along: none is followed.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|error| {
-                ForgeError::Other(format!("cannot set up the GitHub API client: {}", error_chain(&error)))
-            })?;
-        let plain = crate::http::client_builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .timeout(REQUEST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|error| {
-                ForgeError::Other(format!("cannot set up the download client: {}", error_chain(&error)))
-            })?;
+        let http = client(headers, "the GitHub API client")?;
+        let plain = client(HeaderMap::new(), "the download client")?;
         Ok(Self {
             http,
             plain,
