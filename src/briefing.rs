@@ -50,7 +50,7 @@ pub(crate) enum BriefingError {
     Forge(#[from] ForgeError),
     /// The interrupt came while the briefing was read from the work tree.
     #[error(transparent)]
-    Interrupted(#[from] crate::repo::Interrupted),
+    Stopped(#[from] crate::repo::StopReason),
 }
 
 /// Whether the operator exposes a declared tool: by name (`--allow-tool`), or all of them

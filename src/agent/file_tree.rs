@@ -15,7 +15,7 @@ use std::ops::ControlFlow;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::repo::{Interrupted, RepoPath, WorkTree, walk};
+use crate::repo::{RepoPath, StopReason, WorkTree, walk};
 
 /// Bytes of file tree in the cycle prompt, by default.
 pub const DEFAULT_TREE_BUDGET: usize = 16 * 1024;
@@ -89,8 +89,8 @@ fn summary_line(prefix: &[String], name: &str, folder: &Folder) -> String {
 
 impl FileTree {
     /// Lists the work tree's unignored files within `budget` bytes, off the async threads;
-    /// [`Interrupted`] as soon as `cancel` is.
-    pub async fn scan_until(tree: &WorkTree, budget: usize, cancel: &CancellationToken) -> Result<Self, Interrupted> {
+    /// [`StopReason::Interrupted`] as soon as `cancel` is.
+    pub async fn scan_until(tree: &WorkTree, budget: usize, cancel: &CancellationToken) -> Result<Self, StopReason> {
         tree.off_thread(cancel, move |tree, cancel| Self::scan_walking(tree, budget, cancel))
             .await
     }
@@ -252,7 +252,7 @@ mod tests {
         cancel.cancel();
         assert!(matches!(
             FileTree::scan_until(&tree, 1024, &cancel).await,
-            Err(Interrupted)
+            Err(StopReason::Interrupted)
         ));
     }
 

@@ -12,39 +12,35 @@
 
 use tokio_util::sync::CancellationToken;
 
+use super::StopReason;
 use super::fs::WorkTree;
-
-/// The run was interrupted before the work on the tree finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("interrupted")]
-pub struct Interrupted;
 
 impl WorkTree {
     /// Runs `work` on a blocking thread and waits for its value or for `cancel`, whichever
     /// comes first. `work` gets the tree and the token; it should stop once the token is
-    /// cancelled (its value is then dropped: the caller gets [`Interrupted`]).
-    pub(crate) async fn off_thread<T, F>(&self, cancel: &CancellationToken, work: F) -> Result<T, Interrupted>
+    /// cancelled (its value is then dropped: the caller gets [`StopReason::Interrupted`]).
+    pub(crate) async fn off_thread<T, F>(&self, cancel: &CancellationToken, work: F) -> Result<T, StopReason>
     where
         T: Send + 'static,
         F: FnOnce(&WorkTree, &CancellationToken) -> T + Send + 'static,
     {
         if cancel.is_cancelled() {
-            return Err(Interrupted);
+            return Err(StopReason::Interrupted);
         }
         let tree = self.clone();
         let token = cancel.clone();
         let handle = tokio::task::spawn_blocking(move || work(&tree, &token));
         tokio::select! {
             biased;
-            () = cancel.cancelled() => Err(Interrupted),
+            () = cancel.cancelled() => Err(StopReason::Interrupted),
             joined = handle => match joined {
                 // Work that saw the token stopped part-way: its value is not the whole answer.
-                Ok(_) if cancel.is_cancelled() => Err(Interrupted),
+                Ok(_) if cancel.is_cancelled() => Err(StopReason::Interrupted),
                 Ok(value) => Ok(value),
                 // A panic in the work is a bug of upkeep's: it goes on as it would have in place.
                 Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
                 // The runtime is shutting down: the run is ending anyway.
-                Err(_) => Err(Interrupted),
+                Err(_) => Err(StopReason::Interrupted),
             },
         }
     }
@@ -97,7 +93,7 @@ mod tests {
             interrupter.cancel();
         };
         let (result, ()) = tokio::join!(waiting, interrupt);
-        assert_eq!(result, Err(Interrupted));
+        assert_eq!(result, Err(StopReason::Interrupted));
         tokio::task::spawn_blocking(move || wait_ended.recv())
             .await
             .expect("joined")
@@ -110,6 +106,6 @@ mod tests {
         let cancel = CancellationToken::new();
         cancel.cancel();
         let result = tree.off_thread(&cancel, |_, _| panic!("must not run")).await;
-        assert_eq!(result, Err(Interrupted));
+        assert_eq!(result, Err(StopReason::Interrupted));
     }
 }

@@ -53,7 +53,6 @@ pub(crate) mod transport;
 mod waiting;
 pub(crate) mod walk;
 
-pub use blocking::Interrupted;
 pub use changes::UnsavedChanges;
 pub(crate) use fs::{EntryKind, RepoPath};
 pub use fs::{GateError, WorkTree, Written};

@@ -13,7 +13,7 @@ use crate::events::{Event, Scope};
 use crate::forge::Forge;
 use crate::limits::Held;
 use crate::llm::{Provider, pricing};
-use crate::repo::{StopReason, WorkTree, Workspace};
+use crate::repo::{WorkTree, Workspace};
 use crate::tools::{CyclePullRequests, FinishStatus, PullRequestScope, ToolContext};
 
 use super::clones::CycleClone;
@@ -198,7 +198,7 @@ impl Runner<'_> {
         .map_err(|error| match error {
             BriefingError::Config(error) => RunError::Usage(error),
             BriefingError::Forge(error) => RunError::Failure(error.into()),
-            BriefingError::Interrupted(_) => RunError::Stopped(StopReason::Interrupted),
+            BriefingError::Stopped(reason) => RunError::Stopped(reason),
         })?;
         Ok(CycleBrief::Ready {
             files,

@@ -102,10 +102,10 @@ impl ToolError {
 
 /// Work on the tree cut short by the interrupt ends the run, as the interrupt does (the turn
 /// loop reports it as the interrupt, not as a failure).
-impl From<crate::repo::Interrupted> for ToolError {
+impl From<crate::repo::StopReason> for ToolError {
     /// Work on the tree cut short by the interrupt is the run's one stop, not a failure.
-    fn from(_: crate::repo::Interrupted) -> Self {
-        ToolError::Stopped(crate::repo::StopReason::Interrupted)
+    fn from(reason: crate::repo::StopReason) -> Self {
+        ToolError::Stopped(reason)
     }
 }
 
