@@ -67,9 +67,52 @@ impl Workspace {
         bot: &Identity,
         auth: &GitAuth,
     ) -> Result<RebaseOutcome, WorkspaceError> {
+        let outcome = self.rebase_in_clone_blocking(branch, bot, auth)?;
+        if let RebaseOutcome::Rebased { from, to, .. } = &outcome {
+            self.push_with_lease_blocking(branch, auth, *from)?;
+            self.mark_saved(*to);
+        }
+        Ok(outcome)
+    }
+
+    /// [`Workspace::rebase_in_clone_blocking`] on a blocking thread.
+    pub async fn rebase_in_clone(
+        &self,
+        branch: &str,
+        bot: &Identity,
+        auth: &GitAuth,
+    ) -> Result<RebaseOutcome, WorkspaceError> {
+        let (branch, bot, auth) = (branch.to_owned(), bot.clone(), auth.clone());
+        self.run_blocking(move |workspace| workspace.rebase_in_clone_blocking(&branch, &bot, &auth))
+            .await
+    }
+
+    /// Pushes the clone's `branch` over the remote's while the remote still holds `lease`
+    /// (`git push --force-with-lease`).
+    pub fn push_with_lease_blocking(&self, branch: &str, auth: &GitAuth, lease: Oid) -> Result<(), WorkspaceError> {
+        self.push_refspec(branch, auth, PushMode::ForceWithLease(lease))
+    }
+
+    /// [`Workspace::push_with_lease_blocking`] on a blocking thread.
+    pub async fn push_with_lease(&self, branch: &str, auth: &GitAuth, lease: Oid) -> Result<(), WorkspaceError> {
+        let (branch, auth) = (branch.to_owned(), auth.clone());
+        self.run_blocking(move |workspace| workspace.push_with_lease_blocking(&branch, &auth, lease))
+            .await
+    }
+
+    /// Rebases the remote's `branch` onto the remote's base branch in the clone only, when only
+    /// `bot` committed to it: on success the clone's `branch` is the rebased one and the work
+    /// tree is on it; nothing is pushed (the caller publishes it with a lease on `from`).
+    pub fn rebase_in_clone_blocking(
+        &self,
+        branch: &str,
+        bot: &Identity,
+        auth: &GitAuth,
+    ) -> Result<RebaseOutcome, WorkspaceError> {
         if !branch.starts_with(BOT_BRANCH_PREFIX) || branch == self.base_branch() {
             return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
         }
+        self.unshallow_local()?;
         let repo = self.open()?;
         let base_tip = self.fetch_whole_branch(&repo, self.base_branch(), auth)?;
         let tip = self.fetch_whole_branch(&repo, branch, auth)?;
@@ -134,10 +177,6 @@ impl Workspace {
         repo.checkout_tree(new_tip.as_object(), Some(&mut checkout))?;
         repo.set_head(&refname)?;
         let to = new_tip.id();
-        drop(new_tip);
-        drop(repo);
-        self.push_refspec(branch, auth, PushMode::ForceWithLease(tip))?;
-        self.mark_saved(to);
         Ok(RebaseOutcome::Rebased {
             from: tip,
             to,
@@ -145,9 +184,27 @@ impl Workspace {
         })
     }
 
+    /// A local clone reads every object of the source already; its history is cut only by the
+    /// `shallow` file written at clone time, which would hide the merge base and make the base's
+    /// own history read as commits on the branch. Lifting the cut is the whole deepening; it
+    /// must happen before the repository is opened (libgit2 reads the file once per opening).
+    pub(super) fn unshallow_local(&self) -> Result<(), WorkspaceError> {
+        if !self.is_local() {
+            return Ok(());
+        }
+        match std::fs::remove_file(self.git_dir().join("shallow")) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error.into()),
+            _ => Ok(()),
+        }
+    }
+
     /// Fetches `branch` with its whole history (deepening a shallow clone) into
     /// `refs/remotes/origin/<branch>` and returns the remote's tip.
     fn fetch_whole_branch(&self, repo: &Repository, branch: &str, auth: &GitAuth) -> Result<Oid, WorkspaceError> {
+        if self.is_local() {
+            // Whole already: see `unshallow_local`.
+            return self.fetch_branch_tip(repo, branch, auth, 0);
+        }
         // A full clone stays full; a shallow one is deepened to the whole history (libgit2
         // reads the largest depth as "unshallow").
         let depth = if self.depth() == 0 { 0 } else { u32::MAX };

@@ -177,3 +177,30 @@ fn a_merged_bot_branch_is_up_to_date_and_not_pushed() {
     assert_eq!(setup.rebase(FIRST), RebaseOutcome::UpToDate);
     assert_eq!(git(&setup.bare, &["rev-parse", FIRST]), before);
 }
+
+/// A local clone (`--forge local`) is shallow at `--depth` by a `shallow` file over the source's
+/// shared objects: fetching the whole branch must lift that cut, or the base's own history reads
+/// as commits on the bot branch (a human's, here: the TODO list's author) and nothing is rebased.
+#[test]
+fn a_shallow_local_clone_rebases_only_the_bot_commits() {
+    let setup = setup("third");
+    // The base moves on by two commits after the branches were made, so the cut at depth 1
+    // hides the merge base.
+    setup.work.write("NOTES.md", "one\n");
+    setup.work.commit("One note");
+    setup.work.write("NOTES.md", "one\ntwo\n");
+    setup.work.commit("Two notes");
+    let request = CloneRequest::new(setup.work.path().to_str().expect("utf-8"), true);
+    let workspace = Workspace::clone_blocking(&request, &Stop::never()).expect("clone");
+    let outcome = workspace
+        .rebase_in_clone_blocking(SECOND, &Identity::default(), &GitAuth::default())
+        .expect("rebase ran");
+    let RebaseOutcome::Rebased { commits, to, .. } = outcome else {
+        panic!("expected a rebase of the one bot commit, got {outcome:?}");
+    };
+    assert_eq!(commits, 1);
+    let repo = git2::Repository::open(workspace.git_dir()).expect("open");
+    let rebased = repo.find_commit(to).expect("commit");
+    let main = git(setup.work.path(), &["rev-parse", "main"]);
+    assert_eq!(rebased.parent_id(0).expect("parent").to_string(), main);
+}
