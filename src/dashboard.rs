@@ -91,7 +91,21 @@ async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeStat
     let mut needs_human = Vec::new();
     for number in open.iter().filter_map(|pr| pr.number).take(MAX_READ_FOR_NOTES) {
         match forge.fix_attempts(number).await {
-            Ok(attempts) if !attempts.gave_up_on.is_empty() => needs_human.push(number),
+            Ok(attempts) if !attempts.gave_up_on.is_empty() => {
+                needs_human.push(number);
+                continue;
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!("could not read the comments of pull request #{number}: {error}"),
+        }
+        // Or that it cannot keep it mergeable (a human's commits on it, or a re-doing that did
+        // not help).
+        let pull = crate::forge::mergeable::PullRequestRef {
+            number: Some(number),
+            branch: String::new(),
+        };
+        match forge.mergeable_notes(&pull).await {
+            Ok(notes) if notes.needs_human() => needs_human.push(number),
             Ok(_) => {}
             Err(error) => tracing::warn!("could not read the comments of pull request #{number}: {error}"),
         }
@@ -163,7 +177,7 @@ pub fn render(plan: &DashboardPlan, state: &ForgeState, summary: &RunSummary, no
 
     let _ = writeln!(
         text,
-        "\n### Pull requests needing a human\n\nupkeep stopped working their failing checks and said why on each.\n"
+        "\n### Pull requests needing a human\n\nupkeep stopped working their failing checks, or cannot keep them mergeable, and said why on each.\n"
     );
     list(
         &mut text,

@@ -81,7 +81,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         "- error: `GitHub said 'no'`",
         "### Open pull requests\n\n- #12 (`upkeep/12-fix-typo`)\n",
         "### Questions waiting for an answer\n\n- #7\n",
-        "### Pull requests needing a human\n\nupkeep stopped working their failing checks and said why on each.\n\n- #12 (`upkeep/12-fix-typo`)\n",
+        "### Pull requests needing a human\n\nupkeep stopped working their failing checks, or cannot keep them mergeable, and said why on each.\n\n- #12 (`upkeep/12-fix-typo`)\n",
         "### Pending tasks (issues labelled `upkeep`)\n\n- #9\n",
         "- open bot pull requests: 1 (`pr_limit`: 5)",
         "- opened in the last hour: 1 (`pr_hourly_limit`: no limit)",

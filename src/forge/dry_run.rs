@@ -98,4 +98,26 @@ impl Forge for DryRun {
         // Writes nothing; the run says what it would have written.
         Ok(None)
     }
+
+    async fn replace_branch(&self, _workspace: &Workspace, _branch: &str, _lease: git2::Oid) -> Result<(), ForgeError> {
+        // Pushes nothing; the run says what it did in the clone.
+        Ok(())
+    }
+
+    async fn mergeable_notes(
+        &self,
+        pull: &super::mergeable::PullRequestRef,
+    ) -> Result<super::mergeable::MergeableNotes, ForgeError> {
+        self.inner.mergeable_notes(pull).await
+    }
+
+    async fn leave_note(
+        &self,
+        pull: &super::mergeable::PullRequestRef,
+        _commit: &str,
+        _marker: &str,
+        text: &str,
+    ) -> Result<Vec<String>, ForgeError> {
+        Ok(vec![format!("(dry run: would comment on {}) {text}", pull.branch)])
+    }
 }

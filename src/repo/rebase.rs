@@ -37,6 +37,17 @@ pub enum RebaseOutcome {
     },
 }
 
+/// Whether a bot branch merges into its base ([`Workspace::merge_check`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeCheck {
+    /// The base holds the branch already.
+    Merged,
+    /// A merge of `tip` (the branch's tip) would be clean.
+    Clean { tip: Oid },
+    /// A merge of `tip` (the branch's tip) would conflict in `paths`.
+    Conflicts { tip: Oid, paths: Vec<String> },
+}
+
 /// A commit on a bot branch that the bot did not make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForeignCommit {
@@ -152,13 +163,7 @@ impl Workspace {
             let commit = repo.find_commit(*oid)?;
             let mut index = repo.cherrypick_commit(&commit, &new_tip, 0, None)?;
             if index.has_conflicts() {
-                let mut paths: Vec<String> = index
-                    .conflicts()?
-                    .filter_map(Result::ok)
-                    .filter_map(|conflict| conflict.our.or(conflict.their).or(conflict.ancestor))
-                    .map(|entry| String::from_utf8_lossy(&entry.path).into_owned())
-                    .collect();
-                paths.dedup();
+                let paths = conflict_paths(&index)?;
                 return Ok(RebaseOutcome::Conflict {
                     commit: *oid,
                     summary: commit.summary().ok().flatten().unwrap_or("").to_owned(),
@@ -181,6 +186,70 @@ impl Workspace {
             from: tip,
             to,
             commits: commits.len(),
+        })
+    }
+
+    /// [`Workspace::merge_check_blocking`] on a blocking thread.
+    pub async fn merge_check(&self, branch: &str, auth: &GitAuth) -> Result<MergeCheck, WorkspaceError> {
+        let (branch, auth) = (branch.to_owned(), auth.clone());
+        self.run_blocking(move |workspace| workspace.merge_check_blocking(&branch, &auth))
+            .await
+    }
+
+    /// Whether the remote's `branch` merges cleanly into the remote's base, decided in the
+    /// clone (the test merge's result is never written anywhere).
+    pub fn merge_check_blocking(&self, branch: &str, auth: &GitAuth) -> Result<MergeCheck, WorkspaceError> {
+        self.unshallow_local()?;
+        let repo = self.open()?;
+        let base_tip = self.fetch_whole_branch(&repo, self.base_branch(), auth)?;
+        let tip = self.fetch_whole_branch(&repo, branch, auth)?;
+        if tip == base_tip || repo.graph_descendant_of(base_tip, tip)? {
+            return Ok(MergeCheck::Merged);
+        }
+        let index = repo.merge_commits(&repo.find_commit(base_tip)?, &repo.find_commit(tip)?, None)?;
+        if !index.has_conflicts() {
+            return Ok(MergeCheck::Clean { tip });
+        }
+        Ok(MergeCheck::Conflicts {
+            tip,
+            paths: conflict_paths(&index)?,
+        })
+    }
+
+    /// [`Workspace::branch_change_blocking`] on a blocking thread.
+    pub async fn branch_change(&self, tip: Oid, limit: usize) -> Result<String, WorkspaceError> {
+        self.run_blocking(move |workspace| workspace.branch_change_blocking(tip, limit))
+            .await
+    }
+
+    /// The change commit `tip` makes over its merge base with the clone's base (fetched whole
+    /// by [`Workspace::merge_check_blocking`]), as a patch cut at `limit` bytes.
+    pub fn branch_change_blocking(&self, tip: Oid, limit: usize) -> Result<String, WorkspaceError> {
+        let repo = self.open()?;
+        let base = repo.refname_to_id(&format!("refs/remotes/origin/{}", self.base_branch()))?;
+        let merge_base = repo.merge_base(base, tip)?;
+        let old = repo.find_commit(merge_base)?.tree()?;
+        let new = repo.find_commit(tip)?.tree()?;
+        let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+        let mut patch = Vec::new();
+        diff.print(git2::DiffFormat::Patch, |_, _, line| {
+            if matches!(line.origin(), '+' | '-' | ' ') {
+                patch.push(line.origin() as u8);
+            }
+            patch.extend_from_slice(line.content());
+            patch.len() <= limit
+        })
+        .or_else(|error| {
+            // Stopping the printer at the limit is not a failure.
+            if patch.len() > limit { Ok(()) } else { Err(error) }
+        })?;
+        let text = String::from_utf8_lossy(&patch).into_owned();
+        Ok(match text.len() > limit {
+            true => format!(
+                "{}\n[... the change is longer; cut at {limit} bytes]",
+                crate::text::prefix_bytes(&text, limit).0
+            ),
+            false => text,
         })
     }
 
@@ -210,6 +279,18 @@ impl Workspace {
         let depth = if self.depth() == 0 { 0 } else { u32::MAX };
         self.fetch_branch_tip(repo, branch, auth, depth)
     }
+}
+
+/// The paths an index's conflicts are in, each once.
+fn conflict_paths(index: &git2::Index) -> Result<Vec<String>, WorkspaceError> {
+    let mut paths: Vec<String> = index
+        .conflicts()?
+        .filter_map(Result::ok)
+        .filter_map(|conflict| conflict.our.or(conflict.their).or(conflict.ancestor))
+        .map(|entry| String::from_utf8_lossy(&entry.path).into_owned())
+        .collect();
+    paths.dedup();
+    Ok(paths)
 }
 
 /// Whether the bot made `commit`: a single-parent commit whose author and committer both

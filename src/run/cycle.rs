@@ -28,6 +28,8 @@ pub(super) enum CycleBrief {
         briefing: Box<Briefing>,
         /// Bot pull requests whose checks upkeep stops working: the run says so on each.
         gave_up: Vec<GiveUp>,
+        /// Conflicting bot pull requests upkeep leaves as they are: the run says so on each.
+        mergeable_notes: Vec<crate::conversation::mergeable::Note>,
     },
     /// Nothing to do, and why (no feedback waits on the pull request): no model is asked.
     Nothing(String),
@@ -36,6 +38,8 @@ pub(super) enum CycleBrief {
         report: Option<ChecksReport>,
         plan: Box<ChecksPlan>,
     },
+    /// A conflicting pull request settled without a model (DESIGN section 14, "Mergeable").
+    Mergeable(Box<CycleWork>),
 }
 
 /// What the agent of a cycle works with.
@@ -94,10 +98,12 @@ impl Runner<'_> {
                 files,
                 briefing,
                 gave_up,
+                mergeable_notes,
             } => {
                 for give_up in gave_up {
                     self.say_gave_up(give_up, forge).await;
                 }
+                self.leave_mergeable_notes(mergeable_notes, forge).await;
                 (files, briefing)
             }
             CycleBrief::Nothing(reason) => {
@@ -110,7 +116,9 @@ impl Runner<'_> {
                 }
                 return Ok(self.stop_on_checks(*plan, forge).await);
             }
+            CycleBrief::Mergeable(work) => return Ok(self.settle_mergeable(cycle, *work, &workspace, forge).await),
         };
+        self.emit_redo(cycle, &briefing);
         if let Some((number, fix)) = briefing
             .continued
             .as_ref()
@@ -149,6 +157,7 @@ impl Runner<'_> {
             if let Some(continued) = briefing.continued.as_ref() {
                 self.record_empty_fix_attempt(continued, &outcome, forge).await;
             }
+            self.record_empty_redo(&briefing, forge).await;
         }
         self.settle_answered_question(&outcome).await;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
@@ -182,6 +191,9 @@ impl Runner<'_> {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),
             CycleWork::Checks { report, plan } => return Ok(CycleBrief::Checks { report, plan }),
+            work @ (CycleWork::Rebased { .. } | CycleWork::Unmergeable { .. }) => {
+                return Ok(CycleBrief::Mergeable(Box::new(work)));
+            }
         };
         let briefing = brief(
             self.config,
@@ -204,6 +216,7 @@ impl Runner<'_> {
             files,
             briefing: Box::new(briefing),
             gave_up: conversation.gave_up,
+            mergeable_notes: conversation.mergeable_notes,
         })
     }
 
@@ -284,6 +297,7 @@ impl Runner<'_> {
             task_key: task_key.as_deref(),
             continued: briefing.continued.as_ref(),
             published: &published,
+            redo: briefing.redo.as_deref(),
         };
         let ctx = ToolContext {
             workspace,

@@ -17,6 +17,7 @@ mod checks;
 mod clones;
 mod cycle;
 mod ending;
+mod mergeable;
 mod runner;
 
 use tokio_util::sync::CancellationToken;
@@ -167,6 +168,7 @@ pub(crate) async fn prompt(config: &Config, cancel: CancellationToken) -> Result
     {
         CycleBrief::Ready { briefing, .. } => Ok(*briefing),
         CycleBrief::Nothing(reason) => Err((ExitStatus::Done, reason)),
+        CycleBrief::Mergeable(work) => Err((ExitStatus::Done, mergeable::prompt_refusal(&work))),
         CycleBrief::Checks { plan, .. } => Err(match *plan {
             crate::conversation::fix::ChecksPlan::GiveUp(give_up) => (
                 crate::outcome::Outcome::ChecksFailed.exit_status(),

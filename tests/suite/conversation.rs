@@ -9,6 +9,7 @@
 mod agent_instructions;
 mod fix_cycles;
 mod memory;
+mod mergeable;
 mod questions;
 mod review_follow_up;
 mod who_speaks;

@@ -313,6 +313,20 @@ impl GitHubForge {
         let comments = super::reviews::comments_of(items, bot);
         Ok(count_fix_attempts(&comments))
     }
+
+    /// The bot's mergeable notes on pull request `number` (its own comments' markers, read as
+    /// [`GitHubForge::read_fix_attempts`] reads the fix attempts').
+    pub(super) async fn read_mergeable_notes(
+        &self,
+        number: u64,
+    ) -> Result<crate::forge::mergeable::MergeableNotes, ForgeError> {
+        let operation = format!("reading the comments of pull request #{number}");
+        let route = self.route(&format!("/issues/{number}/comments?per_page=100"));
+        let items = self.api.list(&operation, route, MAX_COMMENTS_READ).await?;
+        let bot = self.bot_login().await;
+        let comments = super::reviews::comments_of(items, bot);
+        Ok(crate::forge::mergeable::MergeableNotes::from_comments(&comments))
+    }
 }
 
 /// A refusal of one detail (a 403 or 404 on annotations) is a note, not the end of the run.

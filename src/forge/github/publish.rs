@@ -43,7 +43,11 @@ impl GitHubForge {
         if let Some(existing) = &existing {
             self.refuse_overwriting_others(existing.number).await?;
         }
-        workspace.push(&draft.branch, &auth).await?;
+        match draft.lease {
+            // Re-done on the current base: replaces the branch only while it is what was read.
+            Some(lease) => workspace.push_with_lease(&draft.branch, &auth, lease).await?,
+            None => workspace.push(&draft.branch, &auth).await?,
+        }
 
         let mut body = body_with_issue(&draft.body, draft.issue);
         if let Some(key) = &draft.task_key {
