@@ -30,7 +30,7 @@ use super::{
     OpenPullRequest, PullRequest, PullRequestActivity, PullRequestDraft, PullRequestFeedback, Role, TaskIssue,
 };
 use crate::forge::task::parse_task_marker;
-use crate::repo::{BOT_BRANCH_PREFIX, GitAuth, Workspace};
+use crate::repo::{BOT_BRANCH_PREFIX, Workspace};
 use crate::settings::GitHubSettings;
 
 /// Hidden in every question the bot posts, so the comment can be recognised when read back.
@@ -330,25 +330,14 @@ impl Forge for GitHubForge {
     }
 
     async fn replace_branch(&self, workspace: &Workspace, branch: &str, lease: git2::Oid) -> Result<(), ForgeError> {
-        let Some(token) = &self.token else {
-            return Err(ForgeError::Auth(
-                "GITHUB_TOKEN (or GH_TOKEN) is not set; pushing to GitHub needs it".into(),
-            ));
-        };
-        let auth = GitAuth {
-            token: Some(token.clone()),
-        };
-        Ok(workspace.push_with_lease(branch, &auth, lease).await?)
+        self.replace_with_lease(workspace, branch, lease).await
     }
 
     async fn mergeable_notes(
         &self,
         pull: &crate::forge::mergeable::PullRequestRef,
     ) -> Result<crate::forge::mergeable::MergeableNotes, ForgeError> {
-        let Some(number) = pull.number else {
-            return Ok(crate::forge::mergeable::MergeableNotes::default());
-        };
-        self.read_mergeable_notes(number).await
+        self.read_mergeable_notes(pull).await
     }
 
     async fn leave_note(
@@ -358,19 +347,7 @@ impl Forge for GitHubForge {
         marker: &str,
         text: &str,
     ) -> Result<Vec<String>, ForgeError> {
-        let Some(number) = pull.number else {
-            return Ok(Vec::new());
-        };
-        self.answer(&FeedbackAnswer {
-            pull_request: number,
-            commit: commit.to_owned(),
-            replies: Vec::new(),
-            summary: Some(match marker {
-                "" => text.to_owned(),
-                marker => format!("{marker}\n{text}"),
-            }),
-        })
-        .await
+        self.comment_note(pull, commit, marker, text).await
     }
 }
 

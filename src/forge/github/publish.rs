@@ -132,6 +132,24 @@ impl GitHubForge {
         )))
     }
 
+    /// Replaces bot branch `branch` with the clone's while GitHub's still points at `lease`.
+    pub(super) async fn replace_with_lease(
+        &self,
+        workspace: &Workspace,
+        branch: &str,
+        lease: git2::Oid,
+    ) -> Result<(), ForgeError> {
+        let Some(token) = &self.token else {
+            return Err(ForgeError::Auth(
+                "GITHUB_TOKEN (or GH_TOKEN) is not set; pushing to GitHub needs it".into(),
+            ));
+        };
+        let auth = GitAuth {
+            token: Some(token.clone()),
+        };
+        Ok(workspace.push_with_lease(branch, &auth, lease).await?)
+    }
+
     /// Open pull requests of this repository whose head is `branch`.
     async fn find_open_pull_request(&self, branch: &str) -> Result<Option<PullJson>, ForgeError> {
         let operation = format!("looking for an open pull request for {branch}");
