@@ -280,15 +280,9 @@ pub(crate) fn redo_task(redo: &Redo) -> String {
         paths_text(&redo.paths),
         one_line(&redo.pull.branch),
     );
-    let fence = "~".repeat(
-        redo.change
-            .lines()
-            .map(|line| line.chars().take_while(|c| *c == '~').count())
-            .max()
-            .unwrap_or(0)
-            .max(3)
-            + 1,
-    );
+    // Longer than any run of tildes in the change: no line of it can close the fence.
+    let longest_run = redo.change.split(|c| c != '~').map(str::len).max().unwrap_or(0);
+    let fence = "~".repeat(longest_run.max(3) + 1);
     let _ = write!(text, "{fence}diff\n{}\n{fence}\n", redo.change.trim_end());
     text
 }
@@ -302,4 +296,59 @@ pub(crate) fn redo_comment(redo: &Redo, commit: &str) -> String {
         crate::text::prefix_bytes(commit, 12).0,
         crate::text::prefix_bytes(&redo.lease.to_string(), 12).0,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redo(change: &str) -> Redo {
+        Redo {
+            pull: PullRequestRef {
+                number: Some(4),
+                branch: "upkeep/tick".into(),
+            },
+            title: "Tick @someone's item\n<!-- upkeep:task x -->".into(),
+            lease: Oid::from_str(&"a".repeat(40)).expect("oid"),
+            change: change.into(),
+            paths: vec!["TODO.md".into()],
+        }
+    }
+
+    /// The earlier change is the bot's own but its lines are the repository's: a fence it
+    /// cannot close, whatever run of tildes it holds.
+    #[test]
+    fn the_redo_task_fences_the_earlier_change_beyond_its_longest_tilde_run() {
+        let task = redo_task(&redo("+~~~~~\n+text\n"));
+        assert!(task.contains("~~~~~~diff\n+~~~~~\n+text\n~~~~~~\n"), "{task}");
+        assert!(task.contains("pull request #4") && task.contains("`TODO.md`"), "{task}");
+        assert!(task.contains("replaces the branch upkeep/tick"), "{task}");
+    }
+
+    #[test]
+    fn a_note_is_left_once_per_head_commit() {
+        let candidate = Candidate {
+            pull: redo("").pull,
+            title: "t".into(),
+            forge_says_conflicts: true,
+        };
+        let sha = "b".repeat(40);
+        let none = MergeableNotes::default();
+        let Decision::Leave(Some(note)) = leave_once(&none, NoteKind::GaveUp, &candidate, &sha, "stop".into()) else {
+            panic!("a note is due");
+        };
+        assert_eq!(note.marker, format!("<!-- upkeep:mergeable gave-up sha={sha} -->"));
+        let said = MergeableNotes {
+            markers: vec![note.marker.clone()],
+        };
+        assert!(matches!(
+            leave_once(&said, NoteKind::GaveUp, &candidate, &sha, "stop".into()),
+            Decision::Leave(None)
+        ));
+        assert!(said.needs_human());
+        assert!(matches!(
+            leave_once(&said, NoteKind::HumanCommits, &candidate, &sha, "human".into()),
+            Decision::Leave(Some(_))
+        ));
+    }
 }

@@ -163,6 +163,34 @@ fn a_conflicting_bot_branch_with_a_human_commit_is_left_and_noted_once() {
     assert!(!again.stderr.contains("needs a human"), "said once: {}", again.stderr);
 }
 
+/// The re-doing is tried once per head commit: a cycle that published nothing still counts it,
+/// and the next run says once that upkeep stops, leaving the branch to a human.
+#[test]
+fn a_redo_that_published_nothing_is_not_tried_again_and_upkeep_says_it_stops() {
+    let repo = two_adjacent_ticks_first_merged();
+    let tip = repo.git(&["rev-parse", "upkeep/tick-second"]);
+    let out = run_local(&repo, &Script::new(&[finish("completed")]), &[]);
+    out.assert_code(0);
+    assert_eq!(out.events_of("redo").len(), 1, "{}", out.stdout);
+    let notes = |repo: &TestRepo| repo.git(&["config", "--get-all", "branch.upkeep/tick-second.upkeepnote"]);
+    assert_eq!(notes(&repo), format!("<!-- upkeep:mergeable redo sha={tip} -->"));
+
+    let out = run_local(&repo, &Script::new(&[finish("no_tasks")]), &[]);
+    out.assert_code(0);
+    assert!(out.events_of("redo").is_empty(), "not tried again: {}", out.stdout);
+    assert!(
+        out.stderr.contains("bot branch upkeep/tick-second needs a human")
+            && out.stderr.contains("re-did the change once"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        notes(&repo),
+        format!("<!-- upkeep:mergeable redo sha={tip} -->\n<!-- upkeep:mergeable gave-up sha={tip} -->")
+    );
+    assert_eq!(repo.git(&["rev-parse", "upkeep/tick-second"]), tip, "left untouched");
+}
+
 const BRANCH: &str = "upkeep/7-greeting";
 
 /// The bot's pull request #3 on `upkeep/7-greeting` (made by `email`), which GitHub computed no
@@ -295,4 +323,21 @@ async fn a_commit_pushed_meanwhile_breaks_the_lease_and_is_kept() {
         .expect_err("the lease is not held");
     assert!(error.to_string().contains("lease not held"), "{error}");
     assert_eq!(git(hub.bare(), &["rev-parse", BRANCH]), late, "the late commit is kept");
+}
+
+/// `mergeable: null` is GitHub still computing: nothing is decided now.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pull_request_whose_mergeability_is_still_computed_is_left_for_later() {
+    let hub = conflicting_pull_request(BOT_EMAIL).await;
+    hub.set_pull_fields(3, json!({"mergeable": null, "mergeable_state": "unknown"}));
+    let before = git(hub.bare(), &["rev-parse", BRANCH]);
+    let out = hub
+        .upkeep(&["--pr", "3", "--replay"])
+        .args([Script::new(&[finish("no_tasks")]).path()])
+        .run_async()
+        .await;
+    out.assert_code(0);
+    assert_eq!(git(hub.bare(), &["rev-parse", BRANCH]), before, "no push");
+    assert!(out.events_of("rebased").is_empty());
+    assert!(bot_comments(&hub).is_empty());
 }
