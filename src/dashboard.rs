@@ -69,7 +69,8 @@ pub struct ForgeState {
     pub open: Vec<OpenPullRequest>,
     pub issues: Vec<TaskIssue>,
     pub opened_last_hour: Option<usize>,
-    /// Open bot pull requests whose failing checks upkeep stopped working (DESIGN section 14).
+    /// Open bot pull requests whose failing checks upkeep stopped working, or that it cannot keep
+    /// mergeable (DESIGN section 14).
     pub needs_human: Vec<u64>,
 }
 
