@@ -312,3 +312,69 @@ fn refuse_dropping_others(repo: &Repository, old: git2::Oid, new: git2::Oid, bot
         foreign.join("; ")
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    use super::{BranchUpdate, LocalSource};
+    use crate::repo::{CloneRequest, Identity, Stop, Workspace, WorkspaceError};
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let output = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=someone", "-c", "user.email=someone@example.com"])
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// A commit lands on the bot branch after the clone read it: the lease on the tip the clone
+    /// read is not held, nothing is written, and that commit stays.
+    #[test]
+    fn a_commit_made_meanwhile_breaks_the_lease_and_is_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path();
+        git(path, &["init", "-q", "-b", "main"]);
+        std::fs::write(path.join("README.md"), "hi\n").expect("write");
+        git(path, &["add", "-A"]);
+        git(path, &["commit", "-q", "-m", "start"]);
+        git(path, &["branch", "upkeep/tick", "main"]);
+        let read = git(path, &["rev-parse", "upkeep/tick"]);
+
+        let request = CloneRequest::new(path.to_str().expect("utf-8"), true);
+        let workspace = Workspace::clone_blocking(&request, &Stop::never()).expect("clone");
+        std::fs::write(workspace.root().join("NEW.md"), "redone\n").expect("write");
+        workspace
+            .commit_blocking("upkeep/tick", "Redo", &Identity::default(), &Default::default())
+            .expect("commit");
+
+        git(path, &["checkout", "-q", "upkeep/tick"]);
+        std::fs::write(path.join("MINE.md"), "the operator's\n").expect("write");
+        git(path, &["add", "-A"]);
+        // Another run's commit, by the bot: only the lease tells it from the tip the clone read.
+        let bot = format!("user.email={}", Identity::default().email);
+        git(path, &["-c", &bot, "commit", "-q", "-m", "meanwhile"]);
+        git(path, &["checkout", "-q", "main"]);
+        let meanwhile = git(path, &["rev-parse", "upkeep/tick"]);
+
+        let update = BranchUpdate {
+            branch: "upkeep/tick".into(),
+            lease: Some(git2::Oid::from_str(&read).expect("oid")),
+            ..BranchUpdate::default()
+        };
+        let error = LocalSource::new(path.to_path_buf())
+            .publish_blocking(&workspace, &update)
+            .expect_err("the lease is not held");
+        assert!(
+            matches!(&error, WorkspaceError::PushRejected { message, .. } if message.contains("lease not held")),
+            "{error}"
+        );
+        assert_eq!(git(path, &["rev-parse", "upkeep/tick"]), meanwhile, "kept");
+    }
+}
