@@ -99,9 +99,9 @@ impl Forge for DryRun {
         Ok(None)
     }
 
-    async fn replace_branch(&self, _workspace: &Workspace, _branch: &str, _lease: git2::Oid) -> Result<(), ForgeError> {
-        // Pushes nothing; the run says what it did in the clone.
-        Ok(())
+    async fn replace_branch(&self, _workspace: &Workspace, branch: &str, _lease: git2::Oid) -> Result<(), ForgeError> {
+        // Pushes nothing: the run says the branch was rebased in the clone only.
+        Err(ForgeError::Other(format!("dry run: {branch} was not pushed")))
     }
 
     async fn mergeable_notes(

@@ -341,3 +341,43 @@ async fn a_pull_request_whose_mergeability_is_still_computed_is_left_for_later()
     assert!(out.events_of("rebased").is_empty());
     assert!(bot_comments(&hub).is_empty());
 }
+
+/// GitHub's side of the example: the bot's one commit ticks the line next to the one
+/// main ticked, so it does not apply on main; `--pr 3` makes the change again on main's tip,
+/// replaces the branch with a lease and records the try in its comment.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conflicting_bot_pull_request_is_redone_on_the_base_and_the_try_recorded() {
+    let hub = FakeGitHub::start(BOT).await;
+    push_commit(&hub, "main", "TODO.md", TODO, "maintainer@example.com");
+    push_commit(&hub, BRANCH, "TODO.md", &tick(false, true), BOT_EMAIL);
+    push_commit(&hub, "main", "TODO.md", &tick(true, false), "maintainer@example.com");
+    hub.add_pull(3, BRANCH, "Tick second", BOT, None);
+    hub.set_pull_fields(3, json!({"mergeable": false, "mergeable_state": "dirty"}));
+    let before = git(hub.bare(), &["rev-parse", BRANCH]);
+    let script = Script::new(&[propose(&tick(true, true), ("SECOND.md", "second\n"), "Tick second")]);
+    let out = hub
+        .upkeep(&["--pr", "3", "--replay"])
+        .args([script.path()])
+        .run_async()
+        .await;
+    out.assert_code(0);
+    assert_eq!(outcome(&out), "pull_request", "{}", out.stderr);
+    assert_eq!(out.events_of("redo").len(), 1);
+    assert_eq!(
+        git(hub.bare(), &["rev-parse", &format!("{BRANCH}~1")]),
+        git(hub.bare(), &["rev-parse", "main"]),
+        "one commit on main's tip"
+    );
+    assert_eq!(
+        git(hub.bare(), &["show", &format!("{BRANCH}:TODO.md")]),
+        tick(true, true).trim_end()
+    );
+    let comments = bot_comments(&hub);
+    assert_eq!(comments.len(), 1, "{comments:#?}");
+    assert!(
+        comments[0].starts_with(&format!("<!-- upkeep:mergeable redo sha={before} -->\n")),
+        "{}",
+        comments[0]
+    );
+    hub.assert_conformant();
+}
