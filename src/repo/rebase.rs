@@ -12,8 +12,15 @@
 //!   at the tip that was rebased (checked in libgit2's push negotiation against what the
 //!   server advertises, as `git push --force-with-lease` does), so a commit pushed meanwhile is
 //!   never lost; the push is then refused.
-//! - The branch and base are fetched with their whole history (a shallow clone is deepened):
-//!   the merge base must be known to tell the bot's commits from the base's.
+//! - The branch and base are fetched with their whole history (a shallow clone is deepened; a
+//!   local clone, shallow only by its `shallow` file over the source's objects, has that cut
+//!   lifted): the merge base must be known to tell the bot's commits from the base's.
+//! - Whether a branch merges into its base is decided by a test merge in the clone
+//!   ([`Workspace::merge_check`]) that is never written anywhere; the change a branch makes is
+//!   read as a bounded patch ([`Workspace::branch_change`]) for a cycle that makes it again.
+//! - [`Workspace::rebase_in_clone`] rebases without pushing, for a forge that publishes the
+//!   branch its own way (the local forge writes into the source); the push's lease is the
+//!   caller's, on the `from` tip it returns.
 
 use git2::{Oid, Repository, Signature};
 
