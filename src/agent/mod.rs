@@ -37,7 +37,7 @@ mod stuck;
 pub(crate) mod template;
 pub(crate) mod usage;
 
-use budget::{Budget, Limit};
+use budget::{Limit, RunBudget};
 use history::History;
 /// Windows up to this size get the first request measured by the server's tokenizer, where
 /// it has one: there the conservative estimate alone can refuse a request that fits.
@@ -142,7 +142,7 @@ impl Agent<'_> {
         first_message: String,
         reply_schema: &Value,
         ctx: &ToolContext<'_>,
-        budget: &mut Budget,
+        budget: &RunBudget,
     ) -> Result<CycleOutcome, CycleError> {
         // `--max-turns` bounds every model call of the cycle, sub-agents' and the reviewer's too.
         let spend = Spend::new(budget, self.max_turns);
