@@ -73,7 +73,7 @@ pub enum CycleError {
     #[error("the model refused to answer: {0}")]
     Refused(String),
     #[error(transparent)]
-    Fatal(#[from] anyhow::Error),
+    Fatal(#[from] crate::tools::Failure),
 }
 
 pub struct Agent<'a> {
@@ -155,8 +155,8 @@ impl Agent<'_> {
             AgentEnd::Cycle(CycleEnd::Question { question, issue }) => CycleOutcome::Question { question, issue },
             AgentEnd::Limit(limit) => CycleOutcome::Limit(limit),
             AgentEnd::Answer(_) => {
-                return Err(CycleError::Fatal(anyhow::anyhow!(
-                    "the main agent ended with complete_task, which only sub-agents hold"
+                return Err(CycleError::Fatal(crate::tools::Failure::Setup(
+                    "the main agent ended with complete_task, which only sub-agents hold".to_owned(),
                 )));
             }
         })

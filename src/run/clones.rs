@@ -7,7 +7,7 @@ use crate::events::{BaseOrigin, Event, Scope};
 use crate::repo::{CloneRequest, GitAuth, UnsavedChanges, Workspace};
 
 use super::cycles::Carried;
-use super::ending::RunError;
+use super::ending::{RunError, RunFailure};
 use super::shared::Run;
 
 /// Largest `.upkeep.toml` read.
@@ -131,7 +131,7 @@ impl Run<'_> {
             // Found before the first model call of the run: a usage error (exit 2). In a later
             // cycle the file changed under us (someone merged a broken one): a failure.
             Err(error) if cycle == 1 => Err(RunError::Usage(error)),
-            Err(error) => Err(RunError::Failure(error.into())),
+            Err(error) => Err(RunError::Failure(RunFailure::Settings(error))),
         }
     }
 

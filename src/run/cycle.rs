@@ -19,7 +19,7 @@ use crate::tools::{CyclePullRequests, FinishStatus, PullRequestScope, ToolContex
 
 use super::clones::CycleClone;
 use super::cycles::Carried;
-use super::ending::RunError;
+use super::ending::{RunError, RunFailure};
 use super::record::CycleRecord;
 use super::shared::{Asking, Run};
 
@@ -193,7 +193,7 @@ impl Run<'_> {
         .await
         .map_err(|error| match error {
             BriefingError::Config(error) => RunError::Usage(error),
-            BriefingError::Forge(error) => RunError::Failure(error.into()),
+            BriefingError::Forge(error) => RunError::Failure(RunFailure::Forge(error)),
             BriefingError::Stopped(reason) => RunError::Stopped(reason),
         })?;
         Ok(CycleBrief::Ready {
@@ -225,10 +225,10 @@ impl Run<'_> {
         .await
         .map_err(|error| match error {
             ConversationError::Refused(reason) if number == 1 => RunError::Usage(ConfigError(reason)),
-            ConversationError::Refused(reason) => RunError::Failure(anyhow::anyhow!(reason)),
+            ConversationError::Refused(reason) => RunError::Failure(RunFailure::Refused(reason)),
             ConversationError::Workspace(error) => RunError::from(error),
             ConversationError::Forge(crate::forge::ForgeError::Workspace(error)) => RunError::from(error),
-            ConversationError::Forge(error) => RunError::Failure(error.into()),
+            ConversationError::Forge(error) => RunError::Failure(RunFailure::Forge(error)),
         })
     }
 
@@ -244,9 +244,7 @@ impl Run<'_> {
             .limits
             .check(self.forge.as_ref(), base, opened, jiff::Timestamp::now())
             .await
-            .map_err(|error| {
-                RunError::Failure(anyhow::Error::new(error).context("checking pr_limit and pr_hourly_limit"))
-            })?;
+            .map_err(|error| RunError::Failure(RunFailure::Limits(error)))?;
         Ok(held.and_then(|held| self.hold_or_pass(held)))
     }
 

@@ -10,7 +10,7 @@ use crate::repo::questions::LocalQuestion;
 use crate::repo::{StopReason, Workspace};
 
 use super::clones::CycleClone;
-use super::ending::RunError;
+use super::ending::{RunError, RunFailure};
 use super::record::{CycleRecord, RunRecord};
 use super::shared::{Asking, Run};
 use crate::outcome::Outcome;
@@ -168,8 +168,8 @@ impl Run<'_> {
             let end = end.map_err(|error| match error {
                 // After the first cycle the work has started: what was a usage error before
                 // (a base branch deleted on the remote, a broken .upkeep.toml merged) is a failure.
-                RunError::Usage(error) if cycle > 1 => RunError::Failure(error.into()),
-                RunError::Unworkable(error) if cycle > 1 => RunError::Failure(error.into()),
+                RunError::Usage(error) if cycle > 1 => RunError::Failure(RunFailure::Settings(error)),
+                RunError::Unworkable(error) if cycle > 1 => RunError::Failure(RunFailure::Git(error)),
                 other => other,
             })?;
             match (config.mode, end) {
@@ -201,7 +201,7 @@ impl Run<'_> {
             .forge
             .pull_request_feedback(number)
             .await
-            .map_err(|error| RunError::Failure(error.into()))?;
+            .map_err(|error| RunError::Failure(RunFailure::Forge(error)))?;
         crate::conversation::follow_up::check_workable(&feedback.pull_request)
             .map_err(|reason| RunError::Usage(ConfigError::key("--pr", reason)))?;
         Ok(Some(feedback.pull_request.base))
