@@ -1,12 +1,15 @@
 //! The cycle's clone: made (or, in continuous mode, the last one refreshed in place), its
 //! `.upkeep.toml` read through the gate and combined with the operator's settings, and, before
 //! it is removed, what it holds that no pull request carries reported and `--keep-clone` served.
+//! What passes from the start of the run and from one cycle to the next (the kept clone among
+//! it) is named in one place, [`Carried`].
 
 use crate::config::{ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
+use crate::conversation::local::LocalResume;
 use crate::events::{BaseOrigin, Event, Scope};
+use crate::repo::questions::LocalQuestion;
 use crate::repo::{CloneRequest, GitAuth, UnsavedChanges, Workspace};
 
-use super::cycles::Carried;
 use super::ending::{RunError, RunFailure};
 use super::shared::Run;
 
@@ -29,6 +32,35 @@ impl CycleClone {
             workspace,
             settings,
             reusable,
+        }
+    }
+}
+
+/// What the start of the run and each cycle hand the next cycle.
+#[derive(Default)]
+pub(super) struct Carried {
+    /// The local question the run resumes, until a cycle settles it.
+    pub(super) resumed: Option<LocalQuestion>,
+    /// The base of the pull request a `--pr` run follows up: every cycle clones it.
+    pub(super) pull_request_base: Option<String>,
+    /// The first cycle's clone, made before `run_started` (which names the agent instructions
+    /// it holds).
+    pub(super) first: Option<CycleClone>,
+    /// Continuous mode: the clone the last cycle ended in, refreshed in place for the next one
+    /// instead of cloning again. Only held between cycles; dropping it removes the directory.
+    pub(super) kept: Option<Workspace>,
+}
+
+impl Carried {
+    /// What a run starts with: the local question it resumes, if any.
+    pub(super) fn new(resume: &LocalResume) -> Self {
+        let resumed = match resume {
+            LocalResume::Resume(question) => Some(question.clone()),
+            LocalResume::Nothing | LocalResume::Pending(_) => None,
+        };
+        Carried {
+            resumed,
+            ..Carried::default()
         }
     }
 }

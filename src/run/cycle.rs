@@ -17,8 +17,7 @@ use crate::repo::WorkTree;
 use crate::repo::questions::LocalQuestion;
 use crate::tools::{CyclePullRequests, FinishStatus, PullRequestScope, ToolContext};
 
-use super::clones::CycleClone;
-use super::cycles::Carried;
+use super::clones::{Carried, CycleClone};
 use super::ending::{RunError, RunFailure};
 use super::record::CycleRecord;
 use super::shared::{Asking, Run};

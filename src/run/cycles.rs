@@ -1,48 +1,17 @@
 //! The run from its start to its last cycle: the checks before any work, the first clone and
 //! `run_started`, then the loop of cycles that continuous mode repeats until a question,
-//! nothing to do, a budget or `--max-cycles`. What passes from one cycle to the next is named
-//! in one place, [`Carried`].
+//! nothing to do, a budget or `--max-cycles`.
 
 use crate::config::{ConfigError, Mode, RepoSource};
-use crate::conversation::local::LocalResume;
 use crate::events::{Event, Scope};
+use crate::repo::StopReason;
 use crate::repo::questions::LocalQuestion;
-use crate::repo::{StopReason, Workspace};
 
-use super::clones::CycleClone;
+use super::clones::{Carried, CycleClone};
 use super::ending::{RunError, RunFailure};
 use super::record::{CycleRecord, RunRecord};
 use super::shared::{Asking, Run};
 use crate::outcome::Outcome;
-
-/// What the start of the run and each cycle hand the next cycle.
-#[derive(Default)]
-pub(super) struct Carried {
-    /// The local question the run resumes, until a cycle settles it.
-    pub(super) resumed: Option<LocalQuestion>,
-    /// The base of the pull request a `--pr` run follows up: every cycle clones it.
-    pub(super) pull_request_base: Option<String>,
-    /// The first cycle's clone, made before `run_started` (which names the agent instructions
-    /// it holds).
-    pub(super) first: Option<CycleClone>,
-    /// Continuous mode: the clone the last cycle ended in, refreshed in place for the next one
-    /// instead of cloning again. Only held between cycles; dropping it removes the directory.
-    pub(super) kept: Option<Workspace>,
-}
-
-impl Carried {
-    /// What a run starts with: the local question it resumes, if any.
-    pub(super) fn new(resume: &LocalResume) -> Self {
-        let resumed = match resume {
-            LocalResume::Resume(question) => Some(question.clone()),
-            LocalResume::Nothing | LocalResume::Pending(_) => None,
-        };
-        Carried {
-            resumed,
-            ..Carried::default()
-        }
-    }
-}
 
 impl Run<'_> {
     /// The run from its checks to its last cycle.

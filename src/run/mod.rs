@@ -34,8 +34,8 @@ use crate::outcome::Outcome;
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 
+use clones::Carried;
 use cycle::CycleBrief;
-use cycles::Carried;
 use ending::RunError;
 use record::RunRecord;
 use shared::Run;

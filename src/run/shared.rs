@@ -3,7 +3,7 @@
 //! the run's one budget and its temporary directories. Built once before any work and never
 //! changed after (cycles take it by shared reference): what a run learns as it goes lives
 //! elsewhere, in [`super::record::RunRecord`] (what it did, for the summary) and
-//! [`super::cycles::Carried`] (what one cycle hands the next).
+//! [`super::clones::Carried`] (what one cycle hands the next).
 
 use tokio_util::sync::CancellationToken;
 
