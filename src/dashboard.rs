@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use super::limits::Limits;
 use crate::events::{Event, EventSink, Scope};
-use crate::forge::{DashboardUpdate, Forge, OWN_QUESTION_AUTHOR, OpenPullRequest, TaskIssue};
+use crate::forge::{DashboardUpdate, Forge, OpenPullRequest, TaskIssue};
 use crate::summary::RunSummary;
 
 /// Longest error text shown.
@@ -192,7 +192,9 @@ pub fn render(plan: &DashboardPlan, state: &ForgeState, summary: &RunSummary, no
     let waiting: Vec<&TaskIssue> = state
         .issues
         .iter()
-        .filter(|issue| issue.comments.last().is_some_and(|c| c.author == OWN_QUESTION_AUTHOR))
+        // The same rule the conversation resumes by: the bot's last question, with no
+        // maintainer's comment after it (an outsider's "+1" answers nothing).
+        .filter(|issue| issue.pending_question().is_some())
         .collect();
     let _ = writeln!(text, "\n### Questions waiting for an answer\n");
     list(&mut text, waiting.iter().map(|issue| format!("#{}", issue.number)));

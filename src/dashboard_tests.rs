@@ -1,16 +1,28 @@
 use super::*;
-use crate::forge::{IssueComment, PullRequest};
+use crate::forge::{IssueComment, OWN_QUESTION_AUTHOR, PullRequest};
 
+/// An issue whose comments come in order (ids 1, 2, ...); upkeep's questions are the bot's,
+/// `mallory` has no write access, everyone else has.
 fn issue(number: u64, title: &str, comments: &[(&str, &str)]) -> TaskIssue {
+    use crate::forge::Role;
     TaskIssue {
         number,
         title: title.to_owned(),
         author: "alice".into(),
-        role: crate::forge::Role::Maintainer,
+        role: Role::Maintainer,
         body: String::new(),
         comments: comments
             .iter()
-            .map(|(author, body)| IssueComment::new(*author, *body))
+            .zip(1..)
+            .map(|((author, body), id)| IssueComment {
+                id,
+                role: match *author {
+                    OWN_QUESTION_AUTHOR => Role::Bot,
+                    "mallory" => Role::Other,
+                    _ => Role::Maintainer,
+                },
+                ..IssueComment::new(*author, *body)
+            })
             .collect(),
         updated_at: None,
     }
@@ -43,6 +55,9 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
                 &[("alice", "please"), (OWN_QUESTION_AUTHOR, "Which name?")],
             ),
             issue(9, "Add docs", &[(OWN_QUESTION_AUTHOR, "Where?"), ("bob", "in docs/")]),
+            // Someone without write access wrote after the question: it still waits for a
+            // maintainer's answer (their comment answers nothing).
+            issue(10, "Add tests", &[(OWN_QUESTION_AUTHOR, "Which?"), ("mallory", "+1")]),
         ],
         opened_last_hour: Some(1),
         needs_human: vec![12],
@@ -80,7 +95,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         "- opened #12 (`upkeep/12-fix-typo`)",
         "- error: `GitHub said 'no'`",
         "### Open pull requests\n\n- #12 (`upkeep/12-fix-typo`)\n",
-        "### Questions waiting for an answer\n\n- #7\n",
+        "### Questions waiting for an answer\n\n- #7\n- #10\n",
         "### Pull requests needing a human\n\nupkeep stopped working their failing checks, or cannot keep them mergeable, and said why on each.\n\n- #12 (`upkeep/12-fix-typo`)\n",
         "### Pending tasks (issues labelled `upkeep`)\n\n- #9\n",
         "- open bot pull requests: 1 (`pr_limit`: 5)",

@@ -16,6 +16,8 @@
 //!   with no turns);
 //! - peak memory of that whole run (clone, prompt, turns), next to `git clone --depth 1`'s, and
 //!   `upkeep --version` start-up;
+//! - an interrupt while `search_files` works through the 100k-file repository: the time from
+//!   SIGINT to the exit, against removing a clone of it (`interrupt.rs`);
 //! - local paths (`UPKEEP_BENCH_LOCAL=6k,100k`): a 6,000-commit repository and the 100k-file
 //!   one cloned from their path, against `git clone --depth 1 file://` and `git clone --local`
 //!   (`local.rs`).
@@ -38,6 +40,7 @@
 mod git;
 #[path = "../../tests/suite/support/git_http/mod.rs"]
 mod git_http;
+mod interrupt;
 mod local;
 #[path = "../support/measure.rs"]
 mod measure;
@@ -50,10 +53,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use interrupt::bench_interrupt;
 use local::{bench_local, local_sizes};
 use measure::{MEASURE_CHILD, env_number, machine, measure_child};
 use measurements::{bench_size, bench_startup, serve_copy};
-use output::{report, report_local};
+use output::{report, report_interrupt, report_local};
 use repo::{SIZES, Size, bench_repo};
 
 fn main() {
@@ -94,6 +98,7 @@ fn main() {
         serve(&sizes);
     }
     let mut results = Vec::new();
+    let mut interrupts = Vec::new();
     for size in sizes {
         let started = Instant::now();
         let cached = bench_repo(size);
@@ -104,9 +109,14 @@ fn main() {
             cached.display()
         );
         results.push(bench_size(size, &cached, runs, turns));
+        // The interrupt row is about a large repository: the 100k one only.
+        if size.files >= 100_000 {
+            interrupts.push(bench_interrupt(size, &cached, runs));
+        }
     }
     let startup = bench_startup(runs.max(20));
     report(&results, startup, turns);
+    report_interrupt(&interrupts);
 
     let local = std::env::var("UPKEEP_BENCH_LOCAL").unwrap_or_else(|_| "6k,100k".into());
     let mut local_results = Vec::new();

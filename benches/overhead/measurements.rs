@@ -150,7 +150,7 @@ pub fn bench_size(size: &Size, cached: &Path, runs: usize, turns: usize) -> Size
     }
 }
 
-fn upkeep_clone(url: &str) -> Workspace {
+pub fn upkeep_clone(url: &str) -> Workspace {
     let request = CloneRequest::new(url, false);
     Workspace::clone_blocking(&request, &Stop::never()).expect("upkeep clone over HTTP")
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use upkeep::agent::file_tree::DEFAULT_TREE_BUDGET;
 use upkeep::text::estimate_tokens;
 
+use crate::interrupt::InterruptResult;
 use crate::local::LocalResult;
 use crate::measurements::SizeResult;
 
@@ -19,6 +20,8 @@ const PEAK_MEMORY_GOAL_BYTES: f64 = 100e6;
 const LOCAL_CLONE_RATIO_GOAL: f64 = 1.5;
 /// ...and a whole run on it peaks within this factor of that clone's memory.
 const LOCAL_MEMORY_RATIO_GOAL: f64 = 2.0;
+/// After an interrupt, upkeep's own part of the way to the exit (all but removing the clone).
+const INTERRUPT_GOAL: Duration = Duration::from_secs(1);
 /// The two refresh cases, in the order of [`SizeResult::refresh`].
 const REFRESH_CASES: [&str; 2] = ["unchanged", "moved"];
 
@@ -216,4 +219,44 @@ pub fn report_local(results: &[LocalResult]) {
 
 fn memory_ratio(r: &LocalResult) -> f64 {
     r.clone_peak_kib as f64 / (r.git_peak_kib as f64).max(1.0)
+}
+
+pub fn report_interrupt(results: &[InterruptResult]) {
+    if results.is_empty() {
+        return;
+    }
+    println!("## Interrupt during a search (SIGINT as search_files starts)");
+    println!();
+    println!(
+        "| size | files | signal to exit | of which removing the clone | upkeep's own part | searches cut short |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for r in results {
+        println!(
+            "| {} | {} | {} | {} | {} | {}/{} |",
+            r.name,
+            r.files,
+            ms(r.to_exit),
+            ms(r.removal),
+            ms(r.to_exit.saturating_sub(r.removal)),
+            r.interrupted_searches,
+            r.runs
+        );
+    }
+    println!();
+    for r in results {
+        let own = r.to_exit.saturating_sub(r.removal);
+        println!(
+            "{}: {}: an interrupt during a search ends the run within {} of upkeep's own work (goal {}), plus {} removing the clone ({} in all); {}/{} searches were cut short",
+            verdict(own <= INTERRUPT_GOAL && r.interrupted_searches == r.runs),
+            r.name,
+            ms(own),
+            ms(INTERRUPT_GOAL),
+            ms(r.removal),
+            ms(r.to_exit),
+            r.interrupted_searches,
+            r.runs
+        );
+    }
+    println!();
 }

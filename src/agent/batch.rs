@@ -140,7 +140,7 @@ impl Agent<'_> {
                 Err(ToolError::Fatal(_)) if self.cancel.is_cancelled() => {
                     return Err(CycleError::Stopped(StopReason::Interrupted));
                 }
-                Err(ToolError::Fatal(error)) => return Err(CycleError::Fatal(error.context(format!("tool {name}")))),
+                Err(ToolError::Fatal(error)) => return Err(CycleError::Fatal(error.within(format!("tool {name}")))),
             };
             emit(Event::ToolResult {
                 tool: name.to_owned(),

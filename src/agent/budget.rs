@@ -141,6 +141,30 @@ pub struct Budget {
     pub estimated_calls: u32,
 }
 
+/// The run's one [`Budget`], owned by the run and lent to each cycle: every agent level spends
+/// from it through [`crate::agent::execution::Spend`]. Calls never overlap (a sub-agent runs
+/// inside its caller's tool call), so the lock is held only for a moment, never across an
+/// `await`.
+#[derive(Debug)]
+pub struct RunBudget(std::sync::Mutex<Budget>);
+
+impl RunBudget {
+    pub fn new(budget: Budget) -> Self {
+        Self(std::sync::Mutex::new(budget))
+    }
+
+    /// Runs `f` on the budget.
+    pub fn with<T>(&self, f: impl FnOnce(&mut Budget) -> T) -> T {
+        let mut budget = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut budget)
+    }
+
+    /// The budget, once the run is over.
+    pub fn into_inner(self) -> Budget {
+        self.0.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// Assumed size of a reply before any has been seen.
 const FIRST_REPLY_ESTIMATE: u64 = 1_000;
 

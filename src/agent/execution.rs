@@ -9,10 +9,9 @@
 //! `--timeout` bind every level together — however many sub-agents one reply starts.
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use crate::agent::budget::{Budget, Limit};
+use crate::agent::budget::{Budget, Limit, RunBudget};
 use crate::llm::Usage;
 use crate::settings::Price;
 
@@ -68,11 +67,10 @@ impl ExecContext {
     }
 }
 
-/// The run's budget, shared by every agent level of a cycle. Calls never overlap (a sub-agent
-/// runs inside its caller's tool call), so the lock is only ever held for a moment and never
-/// across an `await`.
+/// What a cycle spends: the run's one budget, shared by every agent level of the cycle, and
+/// the cycle's own count of model calls.
 pub struct Spend<'a> {
-    budget: Mutex<&'a mut Budget>,
+    budget: &'a RunBudget,
     /// Model calls this cycle may make, every agent's together (`--max-turns`).
     max_calls: u32,
     /// Model calls made so far this cycle.
@@ -81,9 +79,9 @@ pub struct Spend<'a> {
 
 impl<'a> Spend<'a> {
     /// The spend of one cycle, which may make `max_calls` model calls in all.
-    pub fn new(budget: &'a mut Budget, max_calls: u32) -> Self {
+    pub fn new(budget: &'a RunBudget, max_calls: u32) -> Self {
         Self {
-            budget: Mutex::new(budget),
+            budget,
             max_calls,
             calls: AtomicU32::new(0),
         }
@@ -100,8 +98,7 @@ impl<'a> Spend<'a> {
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Budget) -> T) -> T {
-        let mut budget = self.budget.lock().unwrap_or_else(PoisonError::into_inner);
-        f(&mut budget)
+        self.budget.with(f)
     }
 
     /// The price the budget was given for the run's model.
@@ -163,20 +160,20 @@ mod tests {
 
     #[test]
     fn every_level_spends_from_one_budget() {
-        let mut budget = Budget::new(
+        let budget = RunBudget::new(Budget::new(
             Budgets {
                 max_tokens: Some(3_000),
                 ..Budgets::default()
             },
             None,
-        );
+        ));
         let usage = Usage {
             input_tokens: 900,
             output_tokens: 100,
             ..Usage::default()
         };
         {
-            let spend = Spend::new(&mut budget, 20);
+            let spend = Spend::new(&budget, 20);
             spend.record(usage, None);
             spend.record(usage, None);
             // 2,000 used; the next call needs its 100 input tokens plus the 1,000-token reply
@@ -186,13 +183,13 @@ mod tests {
                 Err(Limit::Tokens { used: 2_000, .. })
             ));
         }
-        assert_eq!(budget.turns, 2);
+        assert_eq!(budget.into_inner().turns, 2);
     }
 
     #[test]
     fn the_cycle_call_limit_binds_every_caller_together() {
-        let mut budget = Budget::new(Budgets::default(), None);
-        let spend = Spend::new(&mut budget, 2);
+        let budget = RunBudget::new(Budget::new(Budgets::default(), None));
+        let spend = Spend::new(&budget, 2);
         assert_eq!(spend.take_call(), Ok(()));
         assert_eq!(spend.take_call(), Ok(()));
         assert_eq!(spend.take_call(), Err(Limit::CycleCalls(2)));

@@ -37,7 +37,7 @@ mod stuck;
 pub(crate) mod template;
 pub(crate) mod usage;
 
-use budget::{Budget, Limit};
+use budget::{Limit, RunBudget};
 use history::History;
 /// Windows up to this size get the first request measured by the server's tokenizer, where
 /// it has one: there the conservative estimate alone can refuse a request that fits.
@@ -73,7 +73,7 @@ pub enum CycleError {
     #[error("the model refused to answer: {0}")]
     Refused(String),
     #[error(transparent)]
-    Fatal(#[from] anyhow::Error),
+    Fatal(#[from] crate::tools::Failure),
 }
 
 pub struct Agent<'a> {
@@ -142,7 +142,7 @@ impl Agent<'_> {
         first_message: String,
         reply_schema: &Value,
         ctx: &ToolContext<'_>,
-        budget: &mut Budget,
+        budget: &RunBudget,
     ) -> Result<CycleOutcome, CycleError> {
         // `--max-turns` bounds every model call of the cycle, sub-agents' and the reviewer's too.
         let spend = Spend::new(budget, self.max_turns);
@@ -155,8 +155,8 @@ impl Agent<'_> {
             AgentEnd::Cycle(CycleEnd::Question { question, issue }) => CycleOutcome::Question { question, issue },
             AgentEnd::Limit(limit) => CycleOutcome::Limit(limit),
             AgentEnd::Answer(_) => {
-                return Err(CycleError::Fatal(anyhow::anyhow!(
-                    "the main agent ended with complete_task, which only sub-agents hold"
+                return Err(CycleError::Fatal(crate::tools::Failure::Setup(
+                    "the main agent ended with complete_task, which only sub-agents hold".to_owned(),
                 )));
             }
         })

@@ -5,12 +5,11 @@
 use crate::agent::CycleOutcome;
 use crate::conversation::fix::{ChecksPlan, GiveUp};
 use crate::events::{Event, Scope};
-use crate::forge::Forge;
 use crate::outcome::Outcome;
 
-use super::runner::Runner;
+use super::shared::Run;
 
-impl Runner<'_> {
+impl Run<'_> {
     pub(super) fn emit_checks(&self, cycle: u32, pr: u64, sha: &str, state: &crate::forge::checks::ChecksState) {
         self.events.emit(
             Scope {
@@ -28,7 +27,7 @@ impl Runner<'_> {
 
     /// A pull request's checks that start no fix cycle: nothing to do now, or upkeep stops
     /// fixing them and says so on the pull request (once per head commit).
-    pub(super) async fn stop_on_checks(&self, plan: ChecksPlan, forge: &dyn Forge) -> Outcome {
+    pub(super) async fn stop_on_checks(&self, plan: ChecksPlan) -> Outcome {
         match plan {
             ChecksPlan::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
@@ -37,7 +36,7 @@ impl Runner<'_> {
             // Not reached: a fix cycle is a cycle's work, not an ending.
             ChecksPlan::Fix(_) => Outcome::NoTasks,
             ChecksPlan::GiveUp(give_up) => {
-                self.say_gave_up(give_up, forge).await;
+                self.say_gave_up(give_up).await;
                 Outcome::ChecksFailed
             }
         }
@@ -50,7 +49,6 @@ impl Runner<'_> {
         &self,
         continued: &crate::forge::ContinuedPullRequest,
         outcome: &crate::agent::CycleOutcome,
-        forge: &dyn Forge,
     ) {
         let Some(fix) = continued.fix.as_deref() else {
             return;
@@ -71,7 +69,7 @@ impl Runner<'_> {
             replies: Vec::new(),
             summary: Some(self.events.redactor().redact(&body)),
         };
-        if let Err(error) = forge.answer_feedback(&answer).await {
+        if let Err(error) = self.forge.answer_feedback(&answer).await {
             self.events.alert(&format!(
                 "upkeep: could not record fix attempt {} on pull request #{}: {error}",
                 fix.attempt.attempt, continued.number
@@ -81,7 +79,7 @@ impl Runner<'_> {
 
     /// Says on the pull request (once per head commit: `note` is `None` when already said) and
     /// to people that upkeep stops working its checks.
-    pub(super) async fn say_gave_up(&self, give_up: GiveUp, forge: &dyn Forge) {
+    pub(super) async fn say_gave_up(&self, give_up: GiveUp) {
         if let Some(note) = give_up.note {
             let answer = crate::forge::FeedbackAnswer {
                 pull_request: give_up.pr,
@@ -89,7 +87,7 @@ impl Runner<'_> {
                 replies: Vec::new(),
                 summary: Some(note),
             };
-            match forge.answer_feedback(&answer).await {
+            match self.forge.answer_feedback(&answer).await {
                 Ok(places) => {
                     for place in places {
                         self.events.say(&format!("said so on the pull request: {place}"));

@@ -1,13 +1,17 @@
 //! The cycle's clone: made (or, in continuous mode, the last one refreshed in place), its
 //! `.upkeep.toml` read through the gate and combined with the operator's settings, and, before
 //! it is removed, what it holds that no pull request carries reported and `--keep-clone` served.
+//! What passes from the start of the run and from one cycle to the next (the kept clone among
+//! it) is named in one place, [`Carried`].
 
 use crate::config::{ConfigError, FileConfig, Mode, REPO_CONFIG_FILE, RepoSettings, RepoSource};
+use crate::conversation::local::LocalResume;
 use crate::events::{BaseOrigin, Event, Scope};
-use crate::repo::{CloneRequest, GitAuth, Workspace};
+use crate::repo::questions::LocalQuestion;
+use crate::repo::{CloneRequest, GitAuth, UnsavedChanges, Workspace};
 
-use super::ending::RunError;
-use super::runner::Runner;
+use super::ending::{RunError, RunFailure};
+use super::shared::Run;
 
 /// Largest `.upkeep.toml` read.
 const MAX_REPO_CONFIG_BYTES: u64 = 256 * 1024;
@@ -32,7 +36,36 @@ impl CycleClone {
     }
 }
 
-impl Runner<'_> {
+/// What the start of the run and each cycle hand the next cycle.
+#[derive(Default)]
+pub(super) struct Carried {
+    /// The local question the run resumes, until a cycle settles it.
+    pub(super) resumed: Option<LocalQuestion>,
+    /// The base of the pull request a `--pr` run follows up: every cycle clones it.
+    pub(super) pull_request_base: Option<String>,
+    /// The first cycle's clone, made before `run_started` (which names the agent instructions
+    /// it holds).
+    pub(super) first: Option<CycleClone>,
+    /// Continuous mode: the clone the last cycle ended in, refreshed in place for the next one
+    /// instead of cloning again. Only held between cycles; dropping it removes the directory.
+    pub(super) kept: Option<Workspace>,
+}
+
+impl Carried {
+    /// What a run starts with: the local question it resumes, if any.
+    pub(super) fn new(resume: &LocalResume) -> Self {
+        let resumed = match resume {
+            LocalResume::Resume(question) => Some(question.clone()),
+            LocalResume::Nothing | LocalResume::Pending(_) => None,
+        };
+        Carried {
+            resumed,
+            ..Carried::default()
+        }
+    }
+}
+
+impl Run<'_> {
     pub(super) async fn clone(&self, base: Option<String>) -> Result<Workspace, RunError> {
         let config = self.config;
         let request = CloneRequest {
@@ -59,15 +92,11 @@ impl Runner<'_> {
 
     /// Clones (from cycle 2 of continuous mode: refreshes the kept clone), reads `.upkeep.toml`,
     /// and re-clones when the file names another base branch.
-    pub(super) async fn prepare(&mut self, cycle: u32) -> Result<CycleClone, RunError> {
+    pub(super) async fn prepare(&self, cycle: u32, carried: &mut Carried) -> Result<CycleClone, RunError> {
         let config = self.config;
         // A review follow-up works on its pull request's base, whatever else is configured.
-        let explicit_base = self
-            .conversation
-            .pull_request_base
-            .clone()
-            .or_else(|| config.operator_base());
-        if let Some(kept) = self.kept.take() {
+        let explicit_base = carried.pull_request_base.clone().or_else(|| config.operator_base());
+        if let Some(kept) = carried.kept.take() {
             match self.refresh(kept).await {
                 Ok(workspace) => {
                     let settings = self.repo_settings(&workspace, cycle)?;
@@ -101,9 +130,9 @@ impl Runner<'_> {
 
     /// Why the first cycle's clone is on the base it is on, for `run_started.base_from`: the
     /// same order [`Self::prepare`] chooses in.
-    pub(super) fn base_origin(&self, workspace: &Workspace, settings: &RepoSettings) -> BaseOrigin {
+    pub(super) fn base_origin(&self, workspace: &Workspace, settings: &RepoSettings, carried: &Carried) -> BaseOrigin {
         let config = self.config;
-        if self.conversation.pull_request_base.is_some() {
+        if carried.pull_request_base.is_some() {
             BaseOrigin::PullRequest
         } else if config.overrides.base.is_some() {
             BaseOrigin::Flag
@@ -134,7 +163,7 @@ impl Runner<'_> {
             // Found before the first model call of the run: a usage error (exit 2). In a later
             // cycle the file changed under us (someone merged a broken one): a failure.
             Err(error) if cycle == 1 => Err(RunError::Usage(error)),
-            Err(error) => Err(RunError::Failure(error.into())),
+            Err(error) => Err(RunError::Failure(RunFailure::Settings(error))),
         }
     }
 
@@ -162,13 +191,12 @@ impl Runner<'_> {
     }
 
     /// Reports the changes in the clone that no pull request of the cycle carries, before the
-    /// clone is removed: an `unsaved_changes` event, and the files and diff for people.
-    pub(super) async fn report_unsaved(&mut self, cycle: u32, workspace: &Workspace) {
-        let Some(changes) = workspace.unsaved_for_report().await else {
-            return;
-        };
+    /// clone is removed: an `unsaved_changes` event, and the files and diff for people; returns
+    /// them for the run's summary.
+    pub(super) async fn report_unsaved(&self, cycle: u32, workspace: &Workspace) -> Option<UnsavedChanges> {
+        let changes = workspace.unsaved_for_report().await?;
         if changes.is_empty() {
-            return;
+            return None;
         }
         self.events.alert(&format!(
             "upkeep: the cycle ended with changes no pull request carries; they are not saved anywhere else:\n{}",
@@ -184,6 +212,6 @@ impl Runner<'_> {
                 diff: changes.diff.clone(),
             },
         );
-        self.unsaved.push(changes);
+        Some(changes)
     }
 }

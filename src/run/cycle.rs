@@ -2,30 +2,40 @@
 //! agent run on the clone, and its outcome turned into how the cycle ended (a question posted,
 //! the clone kept for the next cycle or removed).
 
-use crate::agent::budget::{Budget, Limit};
+use crate::agent::budget::Limit;
 use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
-use crate::config::{Mode, RepoSettings};
-use crate::conversation::CycleWork;
+use crate::config::{ConfigError, Mode, RepoSettings};
 use crate::conversation::fix::{ChecksPlan, ChecksReport, GiveUp};
+use crate::conversation::{ConversationError, CycleWork};
 use crate::dashboard::DashboardPlan;
 use crate::events::{Event, Scope};
-use crate::forge::Forge;
-use crate::limits::Held;
-use crate::llm::{Provider, pricing};
-use crate::repo::{WorkTree, Workspace};
+use crate::forge::PullRequest;
+use crate::llm::pricing;
+use crate::outcome::Outcome;
+use crate::repo::WorkTree;
+use crate::repo::questions::LocalQuestion;
 use crate::tools::{CyclePullRequests, FinishStatus, PullRequestScope, ToolContext};
 
-use super::clones::CycleClone;
-use super::ending::RunError;
-use super::runner::Runner;
-use crate::outcome::Outcome;
+use super::clones::{Carried, CycleClone};
+use super::ending::{RunError, RunFailure};
+use super::record::CycleRecord;
+use super::shared::{Asking, Run};
+
+/// One cycle, ready to work: its number, its clone (the workspace and the settings read from
+/// it), the gate opened once on the clone, and its briefing, which says what the cycle is for
+/// (the task, the pull request it continues) and which targets it may touch.
+pub(super) struct Cycle {
+    pub(super) number: u32,
+    pub(super) clone: CycleClone,
+    pub(super) files: WorkTree,
+    pub(super) briefing: Briefing,
+}
 
 /// What a cycle starts from, or why it has nothing to do.
 pub(super) enum CycleBrief {
     Ready {
-        files: WorkTree,
-        briefing: Box<Briefing>,
+        cycle: Box<Cycle>,
         /// Bot pull requests whose checks upkeep stops working: the run says so on each.
         gave_up: Vec<GiveUp>,
         /// Conflicting bot pull requests upkeep leaves as they are: the run says so on each.
@@ -38,29 +48,24 @@ pub(super) enum CycleBrief {
         report: Option<ChecksReport>,
         plan: Box<ChecksPlan>,
     },
-    /// A conflicting pull request settled without a model (DESIGN section 14, "Mergeable").
-    Mergeable(Box<CycleWork>),
+    /// A conflicting pull request settled without a model (DESIGN section 14, "Mergeable"), in
+    /// the clone that decided it.
+    Mergeable {
+        work: Box<CycleWork>,
+        clone: Box<CycleClone>,
+    },
 }
 
-/// What the agent of a cycle works with.
-struct CycleInputs<'c> {
-    cycle: u32,
-    workspace: &'c Workspace,
-    settings: &'c RepoSettings,
-    files: &'c WorkTree,
-    briefing: &'c Briefing,
-    provider: &'c dyn Provider,
-    models: &'c crate::subagents::Models,
-    forge: &'c dyn Forge,
-}
-
-impl Runner<'_> {
+impl Run<'_> {
+    /// Cycle `number`: what the cycle did besides its ending goes to `done`, whichever way it
+    /// ends. `opened`: the pull requests earlier cycles of the run opened.
     pub(super) async fn cycle(
-        &mut self,
-        cycle: u32,
-        provider: &dyn Provider,
-        models: &crate::subagents::Models,
-        forge: &dyn Forge,
+        &self,
+        number: u32,
+        asking: &Asking,
+        carried: &mut Carried,
+        opened: &[PullRequest],
+        done: &mut CycleRecord,
     ) -> Result<Outcome, RunError> {
         let config = self.config;
         // Outside the operator's schedule nothing is cloned either.
@@ -70,41 +75,46 @@ impl Runner<'_> {
         {
             return Ok(end);
         }
-        let CycleClone {
-            workspace,
-            settings,
-            reusable,
-        } = match self.conversation.first.take() {
+        let clone = match carried.first.take() {
             Some(first) => first,
-            None => self.prepare(cycle).await?,
+            None => self.prepare(number, carried).await?,
         };
-        let base = workspace.base_branch().to_owned();
-        if let Some(held) = self.check_limits(&settings, &base, forge).await? {
+        let base = clone.workspace.base_branch().to_owned();
+        if clone.settings.dashboard {
+            done.dashboard = Some(DashboardPlan {
+                base: base.clone(),
+                label: clone.settings.label.clone(),
+                limits: clone.settings.limits.clone(),
+            });
+        }
+        if let Some(held) = self.check_limits(&clone.settings, &base, opened).await? {
             return Ok(held);
         }
         self.events.emit(
             Scope {
-                cycle: Some(cycle),
+                cycle: Some(number),
                 turn: None,
             },
             Event::CycleStarted {
                 base: base.clone(),
-                declared_tools: crate::briefing::exposed_declared_tools(config, &settings.declared_tools),
+                declared_tools: crate::briefing::exposed_declared_tools(config, &clone.settings.declared_tools),
             },
         );
 
-        let (files, briefing) = match self.brief_cycle(cycle, forge, &workspace, &settings).await? {
+        let cycle = match self
+            .brief_cycle(number, clone, carried.resumed.as_ref(), opened)
+            .await?
+        {
             CycleBrief::Ready {
-                files,
-                briefing,
+                cycle,
                 gave_up,
                 mergeable_notes,
             } => {
                 for give_up in gave_up {
-                    self.say_gave_up(give_up, forge).await;
+                    self.say_gave_up(give_up).await;
                 }
-                self.leave_mergeable_notes(mergeable_notes, forge).await;
-                (files, briefing)
+                self.leave_mergeable_notes(mergeable_notes).await;
+                cycle
             }
             CycleBrief::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
@@ -112,54 +122,43 @@ impl Runner<'_> {
             }
             CycleBrief::Checks { report, plan } => {
                 if let Some(report) = &report {
-                    self.emit_checks(cycle, report.pr, &report.sha, &report.state);
+                    self.emit_checks(number, report.pr, &report.sha, &report.state);
                 }
-                return Ok(self.stop_on_checks(*plan, forge).await);
+                return Ok(self.stop_on_checks(*plan).await);
             }
-            CycleBrief::Mergeable(work) => return Ok(self.settle_mergeable(cycle, *work, &workspace, forge).await),
+            CycleBrief::Mergeable { work, clone } => return Ok(self.settle_mergeable(number, *work, &clone).await),
         };
-        self.emit_redo(cycle, &briefing);
-        if let Some((number, fix)) = briefing
+        self.emit_redo(number, &cycle.briefing);
+        if let Some((pr, fix)) = cycle
+            .briefing
             .continued
             .as_ref()
             .and_then(|continued| continued.fix.as_deref().map(|fix| (continued.number, fix)))
         {
             let state = crate::forge::checks::ChecksState::Failing(fix.failing.clone());
-            self.emit_checks(cycle, number, &fix.attempt.sha, &state);
+            self.emit_checks(number, pr, &fix.attempt.sha, &state);
             self.events.emit(
                 Scope {
-                    cycle: Some(cycle),
+                    cycle: Some(number),
                     turn: None,
                 },
                 Event::FixAttempt {
-                    pr: number,
+                    pr,
                     attempt: fix.attempt.attempt,
                     max: fix.max,
                 },
             );
         }
 
-        let opened_before = self.pull_requests.len();
-        let outcome = self
-            .work(CycleInputs {
-                cycle,
-                workspace: &workspace,
-                settings: &settings,
-                files: &files,
-                briefing: &briefing,
-                provider,
-                models,
-                forge,
-            })
-            .await?;
-        let opened_pull_request = self.pull_requests.len() > opened_before;
+        let outcome = self.work(&cycle, asking, done).await?;
+        let opened_pull_request = !done.pull_requests.is_empty();
         if !opened_pull_request {
-            if let Some(continued) = briefing.continued.as_ref() {
-                self.record_empty_fix_attempt(continued, &outcome, forge).await;
+            if let Some(continued) = cycle.briefing.continued.as_ref() {
+                self.record_empty_fix_attempt(continued, &outcome).await;
             }
-            self.record_empty_redo(&briefing, forge).await;
+            self.record_empty_redo(&cycle.briefing).await;
         }
-        self.settle_answered_question(&outcome).await;
+        self.settle_answered_question(&outcome, carried).await;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
         // (and every error above) drops it here, which removes the temporary directory.
         let continues = matches!(
@@ -169,10 +168,10 @@ impl Runner<'_> {
                 ..
             }
         );
-        if reusable && continues && config.mode == Mode::Continuous && cycle < config.max_cycles {
-            self.kept = Some(workspace);
+        if cycle.clone.reusable && continues && config.mode == Mode::Continuous && number < config.max_cycles {
+            carried.kept = Some(cycle.clone.workspace);
         }
-        Ok(self.end_of_cycle(cycle, outcome, opened_pull_request, forge).await)
+        Ok(self.end_of_cycle(number, outcome, opened_pull_request, done).await)
     }
 
     /// What the cycle's first model call is sent, from its clone and settings: the gate opened
@@ -181,27 +180,33 @@ impl Runner<'_> {
     /// the prompt it shows is by construction what the run's first cycle sends.
     pub(super) async fn brief_cycle(
         &self,
-        cycle: u32,
-        forge: &dyn Forge,
-        workspace: &Workspace,
-        settings: &RepoSettings,
+        number: u32,
+        clone: CycleClone,
+        resumed: Option<&LocalQuestion>,
+        opened: &[PullRequest],
     ) -> Result<CycleBrief, RunError> {
-        let files = workspace.files(&settings.protected_paths).map_err(RunError::from)?;
-        let conversation = match self.conversation(cycle, forge, workspace, settings).await? {
+        let files = clone
+            .workspace
+            .files(&clone.settings.protected_paths)
+            .map_err(RunError::from)?;
+        let conversation = match self.conversation(number, &clone, resumed).await? {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),
             CycleWork::Checks { report, plan } => return Ok(CycleBrief::Checks { report, plan }),
             work @ (CycleWork::Rebased { .. } | CycleWork::Unmergeable { .. }) => {
-                return Ok(CycleBrief::Mergeable(Box::new(work)));
+                return Ok(CycleBrief::Mergeable {
+                    work: Box::new(work),
+                    clone: Box::new(clone),
+                });
             }
         };
         let briefing = brief(
             self.config,
-            settings,
+            &clone.settings,
             &files,
-            workspace.base_branch(),
-            forge,
-            &self.pull_requests,
+            clone.workspace.base_branch(),
+            self.forge.as_ref(),
+            opened,
             &conversation,
             &|text| self.events.alert(text),
             self.cancel,
@@ -209,76 +214,77 @@ impl Runner<'_> {
         .await
         .map_err(|error| match error {
             BriefingError::Config(error) => RunError::Usage(error),
-            BriefingError::Forge(error) => RunError::Failure(error.into()),
+            BriefingError::Forge(error) => RunError::Failure(RunFailure::Forge(error)),
             BriefingError::Stopped(reason) => RunError::Stopped(reason),
         })?;
         Ok(CycleBrief::Ready {
-            files,
-            briefing: Box::new(briefing),
+            cycle: Box::new(Cycle {
+                number,
+                clone,
+                files,
+                briefing,
+            }),
             gave_up: conversation.gave_up,
             mergeable_notes: conversation.mergeable_notes,
         })
     }
 
-    /// `pr_limit` and `pr_hourly_limit`, counted on the forge: `Some` when they hold the cycle
-    /// back. Also notes, for after the run, that the repository keeps a dashboard.
-    async fn check_limits(
-        &mut self,
-        settings: &RepoSettings,
-        base: &str,
-        forge: &dyn Forge,
-    ) -> Result<Option<Outcome>, RunError> {
-        if settings.dashboard {
-            self.dashboard = Some(DashboardPlan {
-                base: base.to_owned(),
-                label: settings.label.clone(),
-                limits: settings.limits.clone(),
-            });
-        }
-        let held = settings
-            .limits
-            .check(forge, base, &self.pull_requests, jiff::Timestamp::now())
-            .await
-            .map_err(|error| {
-                RunError::Failure(anyhow::Error::new(error).context("checking pr_limit and pr_hourly_limit"))
-            })?;
-        Ok(held.and_then(|held| self.hold_or_pass(held)))
+    /// The cycle's conversation on the forge; checks the clone out on the branch it continues.
+    async fn conversation(
+        &self,
+        number: u32,
+        clone: &CycleClone,
+        resumed: Option<&LocalQuestion>,
+    ) -> Result<CycleWork, RunError> {
+        crate::conversation::for_cycle(
+            self.config,
+            &clone.settings,
+            self.forge.as_ref(),
+            &clone.workspace,
+            resumed,
+            &|text| self.events.say(text),
+        )
+        .await
+        .map_err(|error| match error {
+            ConversationError::Refused(reason) if number == 1 => RunError::Usage(ConfigError(reason)),
+            ConversationError::Refused(reason) => RunError::Failure(RunFailure::Refused(reason)),
+            ConversationError::Workspace(error) => RunError::from(error),
+            ConversationError::Forge(crate::forge::ForgeError::Workspace(error)) => RunError::from(error),
+            ConversationError::Forge(error) => RunError::Failure(RunFailure::Forge(error)),
+        })
     }
 
-    /// Limits hold back the work the bot picks itself (DESIGN section 13). An explicit request —
-    /// `--task`, `--issue`, `--pr` or the event that named them — is the operator's own and runs,
-    /// with a note that the limit was passed over.
-    fn hold_or_pass(&self, held: Held) -> Option<Outcome> {
-        let config = self.config;
-        let request = match (&config.task, config.issue, config.pull_request) {
-            (Some(_), _, _) => "the task given is".to_owned(),
-            (None, Some(issue), _) => format!("issue #{issue} was asked for, which is"),
-            (None, None, Some(number)) => format!("pull request #{number} was asked for, which is"),
-            (None, None, None) => return Some(self.held(held)),
-        };
-        self.events.say(&format!(
-            "note: {}; passed over because {request} an explicit request",
-            held.message
-        ));
-        None
+    /// `pr_limit` and `pr_hourly_limit`, counted on the forge: `Some` when they hold the cycle
+    /// back. `opened`: the pull requests the run opened so far.
+    async fn check_limits(
+        &self,
+        settings: &RepoSettings,
+        base: &str,
+        opened: &[PullRequest],
+    ) -> Result<Option<Outcome>, RunError> {
+        let held = settings
+            .limits
+            .check(self.forge.as_ref(), base, opened, jiff::Timestamp::now())
+            .await
+            .map_err(|error| RunError::Failure(RunFailure::Limits(error)))?;
+        Ok(held.and_then(|held| self.hold_or_pass(held)))
     }
 
     /// The agent's turns on the clone, until `finish`, a question, a budget or an error. Work a
     /// cycle that did not finish leaves behind is reported, and `--keep-clone` served, whatever
     /// the ending.
-    async fn work(&mut self, inputs: CycleInputs<'_>) -> Result<CycleOutcome, RunError> {
+    async fn work(&self, cycle: &Cycle, asking: &Asking, done: &mut CycleRecord) -> Result<CycleOutcome, RunError> {
         let config = self.config;
-        let CycleInputs {
-            cycle,
-            workspace,
-            settings,
+        let Cycle {
+            number,
+            clone: CycleClone {
+                workspace, settings, ..
+            },
             files,
             briefing,
-            provider,
-            models,
-            forge,
-        } = inputs;
-        let budget = self.budget.get_or_insert_with(|| Budget::new(config.budgets, None));
+        } = cycle;
+        let (number, provider, models) = (*number, asking.provider.as_ref(), &asking.models);
+        let forge = self.forge.as_ref();
         let price = pricing::price_for(provider.model(), &settings.prices);
         if price.is_none() && config.budgets.max_cost.is_some() && provider.name() != "replay" {
             tracing::warn!(
@@ -286,7 +292,7 @@ impl Runner<'_> {
                 provider.model()
             );
         }
-        budget.set_price(price);
+        self.budget.with(|budget| budget.set_price(price));
 
         let task_key = config.task.as_deref().map(crate::forge::task::task_key);
         let published = CyclePullRequests::default();
@@ -312,7 +318,7 @@ impl Runner<'_> {
         // Said once: every cycle builds the same team.
         let events = self.events;
         let team_notice = |text: &str| {
-            if cycle == 1 {
+            if number == 1 {
                 events.alert(text);
             }
         };
@@ -331,7 +337,7 @@ impl Runner<'_> {
             events: self.events,
             cancel: self.cancel,
             max_turns: settings.max_turns,
-            cycle,
+            cycle: number,
             context_window: crate::llm::window::window_for(&config.provider, provider.model()),
             masking: !config.full_history,
             team: Some(&team),
@@ -342,29 +348,29 @@ impl Runner<'_> {
                 briefing.first_message.clone(),
                 &briefing.reply_schema,
                 &ctx,
-                budget,
+                &self.budget,
             )
             .await;
         // The cycle's pull requests go to the run's summary whichever way it ended (a question
         // or a budget after a pull request included).
-        self.pull_requests.extend(published.into_inner());
+        done.pull_requests = published.into_inner();
         // A cycle that did not end with `finish` (a budget, a question, an error, an interrupt)
         // may leave work no pull request carries: it is reported, never dropped silently.
         if !matches!(outcome, Ok(CycleOutcome::Finished { .. })) {
-            self.report_unsaved(cycle, workspace).await;
+            done.unsaved = self.report_unsaved(number, workspace).await;
         }
-        self.keep_clone(cycle, workspace).await;
-        self.cycle_findings = team.unresolved_findings();
+        self.keep_clone(number, workspace).await;
+        done.findings = team.unresolved_findings();
         Ok(outcome?)
     }
 
     /// The answered question reached a cycle that ended: it is settled (a budget keeps it for
     /// the next run, which resumes it).
-    async fn settle_answered_question(&mut self, outcome: &CycleOutcome) {
+    async fn settle_answered_question(&self, outcome: &CycleOutcome, carried: &mut Carried) {
         if matches!(outcome, CycleOutcome::Limit(_)) {
             return;
         }
-        if let Some(resumed) = self.conversation.resumed.take() {
+        if let Some(resumed) = carried.resumed.take() {
             if let Err(error) = crate::conversation::local::settle(self.config, &resumed).await {
                 self.events.say(&format!("upkeep: {error}"));
             }
@@ -373,11 +379,11 @@ impl Runner<'_> {
 
     /// How the cycle ended, said to people (and a question posted where the forge keeps them).
     async fn end_of_cycle(
-        &mut self,
-        cycle: u32,
+        &self,
+        number: u32,
         outcome: CycleOutcome,
         opened_pull_request: bool,
-        forge: &dyn Forge,
+        done: &mut CycleRecord,
     ) -> Outcome {
         match outcome {
             CycleOutcome::Finished {
@@ -401,8 +407,8 @@ impl Runner<'_> {
                 }
             }
             CycleOutcome::Question { question, issue } => {
-                self.question = Some(question.clone());
-                match forge.post_question(issue, &question).await {
+                done.question = Some(question.clone());
+                match self.forge.post_question(issue, &question).await {
                     Ok(Some(place)) => self.events.alert(&place),
                     Ok(None) => {}
                     Err(error) => self
@@ -411,7 +417,7 @@ impl Runner<'_> {
                 }
                 self.events.emit(
                     Scope {
-                        cycle: Some(cycle),
+                        cycle: Some(number),
                         turn: None,
                     },
                     Event::Question { question, issue },

@@ -7,6 +7,7 @@ use crate::agent::CycleError;
 use crate::config::ConfigError;
 use crate::conversation::local::ResumeError;
 use crate::events::EventSink;
+use crate::forge::ForgeError;
 use crate::outcome::Outcome;
 use crate::repo::fs::OpenError;
 use crate::repo::{StopReason, WorkspaceError};
@@ -23,8 +24,38 @@ pub(super) enum RunError {
     /// The interrupt, or `--timeout` (a budget: exit 4).
     #[error("{}", match .0 { StopReason::Interrupted => "interrupted", StopReason::Deadline => "--timeout reached during git work" })]
     Stopped(StopReason),
-    #[error("{0:#}")]
-    Failure(anyhow::Error),
+    #[error("{}", crate::text::error_chain(.0))]
+    Failure(RunFailure),
+}
+
+/// What makes a run fail once it started, by concern, each with its source.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RunFailure {
+    /// The cycle failed: the model's provider, a tool's git or forge work, upkeep's setup.
+    #[error(transparent)]
+    Cycle(CycleError),
+    /// Git work outside a tool (clone, refresh, checkout of a continued branch).
+    #[error(transparent)]
+    Git(WorkspaceError),
+    /// The forge, read before the model is asked (a `--pr` pull request, the conversation).
+    #[error(transparent)]
+    Forge(ForgeError),
+    /// Counting the pull requests `pr_limit` and `pr_hourly_limit` hold back.
+    #[error("checking pr_limit and pr_hourly_limit")]
+    Limits(#[source] ForgeError),
+    /// The conversation on the forge refused the cycle's work after the first cycle.
+    #[error("{0}")]
+    Refused(String),
+    /// Settings that changed under the run after its first cycle (a broken `.upkeep.toml`
+    /// merged meanwhile).
+    #[error(transparent)]
+    Settings(ConfigError),
+    /// The local repository's record of questions could not be written.
+    #[error(transparent)]
+    Resume(ResumeError),
+    /// The clone could not be opened through the gate.
+    #[error(transparent)]
+    Open(OpenError),
 }
 
 impl RunError {
@@ -44,7 +75,7 @@ impl From<CycleError> for RunError {
             // A tool's git work (the commit and push of `create_pull_request`) cut short
             // arrives here as the stop itself.
             CycleError::Stopped(reason) => RunError::Stopped(reason),
-            other => RunError::Failure(anyhow::Error::new(other)),
+            other => RunError::Failure(RunFailure::Cycle(other)),
         }
     }
 }
@@ -54,7 +85,7 @@ impl From<ResumeError> for RunError {
         match error {
             ResumeError::Usage(error) => RunError::Usage(error),
             // The repository's git config failed under us: nothing the operator typed is wrong.
-            error @ ResumeError::Repository { .. } => RunError::Failure(anyhow::Error::new(error)),
+            error @ ResumeError::Repository { .. } => RunError::Failure(RunFailure::Resume(error)),
         }
     }
 }
@@ -63,7 +94,7 @@ impl From<OpenError> for RunError {
     fn from(error: OpenError) -> Self {
         match error {
             // The clone cannot be read: a runtime failure, nothing the operator typed.
-            error @ OpenError::Root { .. } => RunError::Failure(anyhow::Error::new(error)),
+            error @ OpenError::Root { .. } => RunError::Failure(RunFailure::Open(error)),
             // A `protected_paths` pattern that does not parse: the operator's to fix.
             error @ OpenError::Pattern { .. } => RunError::Usage(ConfigError(error.to_string())),
         }
@@ -78,7 +109,7 @@ impl From<WorkspaceError> for RunError {
             error @ (WorkspaceError::MissingBase { .. } | WorkspaceError::EmptyRepository(_)) => {
                 RunError::Unworkable(error)
             }
-            other => RunError::Failure(anyhow::Error::new(other)),
+            other => RunError::Failure(RunFailure::Git(other)),
         }
     }
 }
@@ -109,9 +140,9 @@ pub(super) fn conclude(
             events.alert("upkeep: stopped: --timeout reached during git work");
             (Outcome::Limit, None)
         }
-        Err(RunError::Failure(error)) => {
-            events.alert(&format!("upkeep: error: {error:#}"));
-            (Outcome::Error, Some(events.redactor().redact(&format!("{error:#}"))))
+        Err(error @ RunError::Failure(_)) => {
+            events.alert(&format!("upkeep: error: {error}"));
+            (Outcome::Error, Some(events.redactor().redact(&error.to_string())))
         }
     }
 }

@@ -12,25 +12,21 @@ use crate::forge::mergeable::{NoteKind, mergeable_marker};
 use crate::outcome::Outcome;
 use crate::repo::Workspace;
 
-use super::runner::Runner;
+use super::clones::CycleClone;
+use super::shared::Run;
 
-impl Runner<'_> {
+impl Run<'_> {
     /// Ends a cycle whose work was a conflicting pull request that no model is asked about:
     /// `work` is [`CycleWork::Rebased`] or [`CycleWork::Unmergeable`].
-    pub(super) async fn settle_mergeable(
-        &self,
-        cycle: u32,
-        work: CycleWork,
-        workspace: &Workspace,
-        forge: &dyn Forge,
-    ) -> Outcome {
+    pub(super) async fn settle_mergeable(&self, cycle: u32, work: CycleWork, clone: &CycleClone) -> Outcome {
+        let (workspace, forge) = (&clone.workspace, self.forge.as_ref());
         match work {
             CycleWork::Rebased { rebased, notes } => {
-                self.leave_mergeable_notes(notes, forge).await;
+                self.leave_mergeable_notes(notes).await;
                 self.publish_rebase(cycle, &rebased, workspace, forge).await
             }
             CycleWork::Unmergeable { note, reason } => {
-                self.leave_mergeable_notes(note.into_iter().collect(), forge).await;
+                self.leave_mergeable_notes(note.into_iter().collect()).await;
                 self.events.alert(&format!("upkeep: {reason}"));
                 Outcome::NoTasks
             }
@@ -82,7 +78,8 @@ impl Runner<'_> {
 
     /// Leaves each note on its pull request (its marker first), and says it to people: the
     /// local forge shows people nothing of it.
-    pub(super) async fn leave_mergeable_notes(&self, notes: Vec<Note>, forge: &dyn Forge) {
+    pub(super) async fn leave_mergeable_notes(&self, notes: Vec<Note>) {
+        let forge = self.forge.as_ref();
         for note in notes {
             match forge.leave_note(&note.pull, &note.sha, &note.marker, &note.text).await {
                 Ok(places) => {
@@ -122,10 +119,11 @@ impl Runner<'_> {
 
     /// A re-doing cycle that published nothing still used its one try on that head commit: it
     /// is recorded, so the next cycle says it stops instead of trying again.
-    pub(super) async fn record_empty_redo(&self, briefing: &Briefing, forge: &dyn Forge) {
+    pub(super) async fn record_empty_redo(&self, briefing: &Briefing) {
         let Some(redo) = briefing.redo.as_deref() else {
             return;
         };
+        let forge = self.forge.as_ref();
         let sha = redo.lease.to_string();
         let marker = mergeable_marker(NoteKind::Redo, &sha);
         let text = "upkeep tried to make this pull request's change again on the current base and published nothing.";

@@ -16,9 +16,11 @@
 mod checks;
 mod clones;
 mod cycle;
+mod cycles;
 mod ending;
 mod mergeable;
-mod runner;
+mod record;
+mod shared;
 
 use tokio_util::sync::CancellationToken;
 
@@ -33,9 +35,11 @@ use crate::outcome::Outcome;
 use crate::secrets::Redactor;
 use crate::summary::RunSummary;
 
+use clones::Carried;
 use cycle::CycleBrief;
 use ending::RunError;
-use runner::Runner;
+use record::RunRecord;
+use shared::Run;
 
 /// How long the end of a run waits for git work that is winding down to remove its clone before
 /// removing the directory itself.
@@ -113,10 +117,12 @@ pub(crate) async fn run(config: Config, cancel: CancellationToken) -> RunSummary
             return summary;
         }
     };
-    let mut runner = Runner::new(&config, &events, &cancel);
-    let result = runner.run().await;
-    runner.kept = None;
-    let scope = runner.scope.clone();
+    let scope = crate::repo::cleanup::Scope::new();
+    let mut record = RunRecord::default();
+    let mut carried = Carried::new(&config.local_questions);
+    let (result, budget) = run_cycles(&config, &events, &cancel, &scope, &mut carried, &mut record).await;
+    // Continuous mode's kept clone goes with the rest of the run's directories.
+    drop(carried);
     let left = tokio::task::spawn_blocking(move || scope.settle(CLEANUP_GRACE))
         .await
         .unwrap_or_default();
@@ -127,8 +133,8 @@ pub(crate) async fn run(config: Config, cancel: CancellationToken) -> RunSummary
         ));
     }
     let (outcome, error) = ending::conclude(&result, &events, left.is_empty());
-    let dashboard = runner.dashboard.take();
-    let summary = runner.into_summary(outcome, error);
+    let dashboard = record.dashboard.take();
+    let summary = record.into_summary(budget, outcome, error);
     // An interrupted run reports at once; every other run brings its dashboard up to date.
     if let Some(plan) = dashboard.filter(|_| outcome != Outcome::Interrupted) {
         match build_forge(&config) {
@@ -140,9 +146,37 @@ pub(crate) async fn run(config: Config, cancel: CancellationToken) -> RunSummary
     summary
 }
 
+/// The run from the answer it records to its last cycle, and the budget it spent (`None` when
+/// it never got as far as its first model call's preparations).
+async fn run_cycles(
+    config: &Config,
+    events: &EventSink,
+    cancel: &CancellationToken,
+    scope: &crate::repo::cleanup::Scope,
+    carried: &mut Carried,
+    record: &mut RunRecord,
+) -> (Result<Outcome, RunError>, Option<crate::agent::budget::Budget>) {
+    let pending = match &config.local_questions {
+        LocalResume::Pending(pending) => Some(pending.clone()),
+        LocalResume::Resume(question) => {
+            if let Err(error) = crate::conversation::local::record_answer(config, question).await {
+                return (Err(error.into()), None);
+            }
+            None
+        }
+        LocalResume::Nothing => None,
+    };
+    let (run, asking) = match Run::equip(config, events, cancel, scope.clone()).await {
+        Ok(equipped) => equipped,
+        Err(error) => return (Err(error), None),
+    };
+    let result = run.whole(&asking, pending, carried, record).await;
+    (result, Some(run.budget.into_inner()))
+}
+
 /// `upkeep prompt`: clones and reads the repository as a run's first cycle does, and returns
 /// the briefing without asking a model, through the same steps the run takes before its first
-/// model call (`Runner::first_clone`, `Runner::brief_cycle`). Errors carry the exit status
+/// model call (`Run::first_clone`, `Run::brief_cycle`). Errors carry the exit status
 /// they map to.
 pub(crate) async fn prompt(config: &Config, cancel: CancellationToken) -> Result<Briefing, (ExitStatus, String)> {
     let fail = |error: RunError| (error.outcome().exit_status(), error.to_string());
@@ -155,20 +189,17 @@ pub(crate) async fn prompt(config: &Config, cancel: CancellationToken) -> Result
         ));
     }
     let events = event_sink(config).map_err(|error| fail(RunError::Usage(error)))?;
-    let mut runner = Runner::new(config, &events, &cancel);
-    runner.cycles = 1;
-    let forge = build_forge(config).map_err(|error| fail(RunError::Usage(error)))?;
-    let clones::CycleClone {
-        workspace, settings, ..
-    } = runner.first_clone(forge.as_ref()).await.map_err(fail)?;
-    match runner
-        .brief_cycle(1, forge.as_ref(), &workspace, &settings)
+    let run = Run::for_prompt(config, &events, &cancel).map_err(|error| fail(RunError::Usage(error)))?;
+    let mut carried = Carried::new(&config.local_questions);
+    let first = run.first_clone(&mut carried).await.map_err(fail)?;
+    match run
+        .brief_cycle(1, first, carried.resumed.as_ref(), &[])
         .await
         .map_err(fail)?
     {
-        CycleBrief::Ready { briefing, .. } => Ok(*briefing),
+        CycleBrief::Ready { cycle, .. } => Ok(cycle.briefing),
         CycleBrief::Nothing(reason) => Err((ExitStatus::Done, reason)),
-        CycleBrief::Mergeable(work) => Err((ExitStatus::Done, mergeable::prompt_refusal(&work))),
+        CycleBrief::Mergeable { work, .. } => Err((ExitStatus::Done, mergeable::prompt_refusal(&work))),
         CycleBrief::Checks { plan, .. } => Err(match *plan {
             crate::conversation::fix::ChecksPlan::GiveUp(give_up) => (
                 crate::outcome::Outcome::ChecksFailed.exit_status(),

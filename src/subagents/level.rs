@@ -98,9 +98,9 @@ impl Level<'_, '_> {
             ))),
             Err(CycleError::Stopped(reason)) => Err(ToolError::Stopped(reason)),
             Err(CycleError::Provider(error)) => Err(ToolError::Fatal(
-                anyhow::Error::new(error).context(format!("agent {}", exec.path())),
+                crate::tools::Failure::Provider(error).within(format!("agent {}", exec.path())),
             )),
-            Err(CycleError::Fatal(error)) => Err(ToolError::Fatal(error.context(format!("agent {}", exec.path())))),
+            Err(CycleError::Fatal(error)) => Err(ToolError::Fatal(error.within(format!("agent {}", exec.path())))),
         }
     }
 }

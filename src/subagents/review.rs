@@ -50,11 +50,12 @@ async fn approve(level: &Level<'_, '_>, proposal: &Proposal<'_>, ctx: &ToolConte
         return Ok(Approval::Approved);
     }
     let continued = ctx.pull_request.continued.map(|continued| continued.branch.as_str());
-    let diff = ctx
-        .workspace
-        .proposed_diff(continued)
-        .await
-        .map_err(|error| ToolError::Fatal(anyhow::Error::new(error).context("reading the change to review")))?;
+    let diff = ctx.workspace.proposed_diff(continued).await.map_err(|source| {
+        ToolError::Fatal(crate::tools::Failure::Git {
+            doing: "reading the change to review",
+            source,
+        })
+    })?;
     // Nothing to review: create_pull_request says there is nothing to propose.
     if diff.trim().is_empty() {
         return Ok(Approval::Approved);
@@ -143,11 +144,11 @@ async fn ask_reviewer(
     ctx: &ToolContext<'_>,
 ) -> Result<Result<Verdict, String>, ToolError> {
     let team = level.team;
-    let definition = team
-        .settings
-        .catalogue
-        .get(REVIEWER)
-        .ok_or_else(|| ToolError::Fatal(anyhow::anyhow!("the reviewer agent is missing from the catalogue")))?;
+    let definition = team.settings.catalogue.get(REVIEWER).ok_or_else(|| {
+        ToolError::Fatal(crate::tools::Failure::Setup(
+            "the reviewer agent is missing from the catalogue".to_owned(),
+        ))
+    })?;
     let provider = team.provider_for(definition);
     let message = review_message(&ReviewInput {
         task: team.task,

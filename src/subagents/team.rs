@@ -180,7 +180,10 @@ impl<'a> Team<'a> {
         let schema = match &definition.answer {
             AnswerShape::Text => None,
             AnswerShape::Schema(schema) => Some(Arc::new(AnswerSchema::compile(schema).map_err(|error| {
-                ToolError::Fatal(anyhow::anyhow!("agent `{}`: output schema: {error}", definition.name))
+                ToolError::Fatal(crate::tools::Failure::Setup(format!(
+                    "agent `{}`: output schema: {error}",
+                    definition.name
+                )))
             })?)),
         };
         registry.add(Box::new(CompleteTask::new(schema)));

@@ -218,7 +218,7 @@ impl Tool for CreatePullRequest {
             Err(crate::forge::ForgeError::Workspace(WorkspaceError::Stopped(reason))) => {
                 Err(ToolError::Stopped(reason))
             }
-            Err(error) if error.is_fatal() => Err(ToolError::Fatal(anyhow::Error::new(error))),
+            Err(error) if error.is_fatal() => Err(ToolError::Fatal(super::Failure::Forge(error))),
             Err(error) => Err(ToolError::model(format!(
                 "the pull request was not published: {error}. The commit is on {} in the clone; you may fix the cause and call create_pull_request again, or ask a human with ask_question",
                 draft.branch

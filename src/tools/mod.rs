@@ -28,6 +28,7 @@ pub(crate) mod create_pull_request;
 pub(crate) mod declared_tool;
 pub(crate) mod delegate;
 pub(crate) mod edit_file;
+pub(crate) mod failure;
 pub(crate) mod finish;
 pub(crate) mod line_endings;
 pub(crate) mod list_files;
@@ -40,6 +41,7 @@ pub mod spec;
 pub(crate) mod targets;
 pub(crate) mod write_file;
 
+pub use failure::Failure;
 pub use pull_request_scope::{CyclePullRequests, PullRequestScope};
 pub use registry::{Lookup, ToolRegistry, ToolSelection};
 pub use spec::{ToolClass, ToolSpec};
@@ -79,7 +81,7 @@ pub enum ToolError {
     RespondToModel(String),
     /// Ends the run: retrying cannot help and the model cannot fix it.
     #[error(transparent)]
-    Fatal(#[from] anyhow::Error),
+    Fatal(#[from] Failure),
     /// The interrupt or the deadline stopped the tool's work: the run stops, and says why.
     #[error("{0}")]
     Stopped(crate::repo::StopReason),
@@ -95,7 +97,7 @@ impl ToolError {
     pub fn from_git(error: crate::repo::WorkspaceError, doing: &'static str) -> Self {
         match error {
             crate::repo::WorkspaceError::Stopped(reason) => ToolError::Stopped(reason),
-            other => ToolError::Fatal(anyhow::Error::new(other).context(doing)),
+            source => ToolError::Fatal(Failure::Git { doing, source }),
         }
     }
 }
