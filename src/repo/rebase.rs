@@ -29,10 +29,11 @@ use super::git::{BOT_BRANCH_PREFIX, GitAuth, Identity, PushMode, Workspace, Work
 /// What [`Workspace::rebase_bot_branch`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RebaseOutcome {
-    /// The branch already contains its base's tip, or the base already holds every commit of
-    /// the branch: nothing to do.
+    /// The branch already contains its base's tip, or the base already holds every commit (or
+    /// every change) of the branch: nothing to do.
     UpToDate,
-    /// The branch was rebased onto the base's tip and pushed.
+    /// The branch was rebased onto the base's tip (and, by [`Workspace::rebase_bot_branch`],
+    /// pushed); `commits` were brought over, those whose change the base holds dropped.
     Rebased { from: Oid, to: Oid, commits: usize },
     /// Someone other than the bot committed to the branch: left untouched.
     HumanCommits { commits: Vec<ForeignCommit> },
@@ -166,6 +167,7 @@ impl Workspace {
         }
         let committer = Signature::now(&bot.name, &bot.email)?;
         let mut new_tip = repo.find_commit(base_tip)?;
+        let mut applied = 0;
         for oid in &commits {
             let commit = repo.find_commit(*oid)?;
             let mut index = repo.cherrypick_commit(&commit, &new_tip, 0, None)?;
@@ -178,9 +180,19 @@ impl Workspace {
                 });
             }
             let tree = repo.find_tree(index.write_tree_to(&repo)?)?;
+            if tree.id() == new_tip.tree_id() {
+                // The base holds this change already (a squash merge of it): dropped, as
+                // `git rebase` drops it, rather than left as an empty commit.
+                continue;
+            }
             let message = commit.message_raw().unwrap_or_default();
             let new = repo.commit(None, &commit.author(), &committer, message, &tree, &[&new_tip])?;
             new_tip = repo.find_commit(new)?;
+            applied += 1;
+        }
+        if applied == 0 {
+            // Every change of the branch is in the base already: nothing to bring over.
+            return Ok(RebaseOutcome::UpToDate);
         }
         let refname = format!("refs/heads/{branch}");
         repo.reference(&refname, new_tip.id(), true, "upkeep: rebased onto the base")?;
@@ -192,7 +204,7 @@ impl Workspace {
         Ok(RebaseOutcome::Rebased {
             from: tip,
             to,
-            commits: commits.len(),
+            commits: applied,
         })
     }
 
