@@ -191,6 +191,61 @@ fn a_redo_that_published_nothing_is_not_tried_again_and_upkeep_says_it_stops() {
     assert_eq!(repo.git(&["rev-parse", "upkeep/tick-second"]), tip, "left untouched");
 }
 
+/// Commits everything in `repo` as the bot (author and committer).
+fn commit_as_bot(repo: &TestRepo, message: &str) {
+    repo.git(&["add", "-A"]);
+    let email = upkeep::repo::Identity::default().email;
+    let output = std::process::Command::new("git")
+        .current_dir(repo.path())
+        .args(["commit", "-q", "-m", message])
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "upkeep")
+        .env("GIT_AUTHOR_EMAIL", &email)
+        .env("GIT_COMMITTER_NAME", "upkeep")
+        .env("GIT_COMMITTER_EMAIL", &email)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// A bot branch whose first commit the operator squash-merged by hand: it conflicts, but its
+/// commits rebase cleanly (the first drops out), so the run rebases it and writes it into the
+/// repository with a lease, asking no model.
+#[test]
+fn a_local_bot_branch_that_rebases_cleanly_is_rebased_without_a_model() {
+    let repo = TestRepo::with_files(&[("README.md", "# Sample\n"), ("TODO.md", TODO)]);
+    repo.git(&["checkout", "-q", "-b", "upkeep/tick-both"]);
+    repo.write("TODO.md", &tick(true, false));
+    commit_as_bot(&repo, "Tick first");
+    repo.write("TODO.md", &tick(true, true));
+    commit_as_bot(&repo, "Tick second");
+    repo.git(&["checkout", "-q", "main"]);
+    repo.write("TODO.md", &tick(true, false));
+    repo.commit("Tick first by hand");
+    assert!(!merges_cleanly(repo.path(), "upkeep/tick-both"));
+    let before = repo.git(&["rev-parse", "upkeep/tick-both"]);
+
+    let out = run_local(&repo, &Script::new(&[finish("no_tasks")]), &[]);
+    out.assert_code(0);
+    assert_eq!(outcome(&out), "pull_request", "{}", out.stderr);
+    let rebased = out.events_of("rebased");
+    assert_eq!(rebased.len(), 1, "{}", out.stdout);
+    assert_eq!(
+        (&rebased[0]["pr"], rebased[0]["from"].as_str()),
+        (&Value::Null, Some(before.as_str()))
+    );
+    assert_eq!(
+        repo.git(&["rev-parse", "upkeep/tick-both~1"]),
+        repo.git(&["rev-parse", "main"])
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "upkeep/tick-both"]),
+        "Tick second"
+    );
+    assert!(merges_cleanly(repo.path(), "upkeep/tick-both"));
+}
+
 const BRANCH: &str = "upkeep/7-greeting";
 
 /// The bot's pull request #3 on `upkeep/7-greeting` (made by `email`), which GitHub computed no
