@@ -24,6 +24,7 @@ use crate::forge::{ClosedPullRequest, ContinuedPullRequest, Forge, ForgeError, P
 use crate::repo::questions::LocalQuestion;
 use crate::repo::{GitAuth, Workspace, WorkspaceError};
 
+pub(crate) mod check_events;
 pub(crate) mod fix;
 pub(crate) mod follow_up;
 pub(crate) mod local;

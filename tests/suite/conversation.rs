@@ -7,6 +7,7 @@
 //! conversations live in its submodules by subject.
 
 mod agent_instructions;
+mod check_triggers;
 mod fix_cycles;
 mod memory;
 mod questions;

@@ -151,7 +151,10 @@ fn checkouts_keep_no_credentials_and_actions_are_pinned_to_commits() {
             Yaml::Array(many) => many.iter().filter_map(Yaml::as_str).collect(),
             other => hash_entries(other).into_iter().map(|(k, _)| k).collect(),
         };
-        assert!(!triggers.contains(&"pull_request_target"), "{name}: pull_request_target");
+        assert!(
+            !triggers.contains(&"pull_request_target"),
+            "{name}: pull_request_target"
+        );
         // `workflow_run` only where the job guard admits nothing but a run of this very
         // repository (never a fork's) on upkeep's own branches, and no step checks out code.
         if triggers.contains(&"workflow_run") {
@@ -164,7 +167,10 @@ fn checkouts_keep_no_credentials_and_actions_are_pinned_to_commits() {
                 );
                 for step in job["steps"].as_vec().map(Vec::as_slice).unwrap_or_default() {
                     let uses = step["uses"].as_str().unwrap_or_default();
-                    assert!(!uses.starts_with("actions/checkout@"), "{name}: {job_name} checks out code");
+                    assert!(
+                        !uses.starts_with("actions/checkout@"),
+                        "{name}: {job_name} checks out code"
+                    );
                 }
             }
         }

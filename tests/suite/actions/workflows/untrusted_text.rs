@@ -399,16 +399,36 @@ fn workflow_run(branch: &str, head_repository: &str, conclusion: &str) -> Value 
 fn the_checks_guard_admits_only_failures_on_upkeeps_own_branches() {
     let runs = the_template_job_runs_for_checks;
     for conclusion in ["failure", "timed_out"] {
-        assert!(runs("check_suite", check_suite(Some("upkeep/7-greeting"), conclusion)), "{conclusion}");
         assert!(
-            runs("workflow_run", workflow_run("upkeep/7-greeting", "owner/name", conclusion)),
+            runs("check_suite", check_suite(Some("upkeep/7-greeting"), conclusion)),
+            "{conclusion}"
+        );
+        assert!(
+            runs(
+                "workflow_run",
+                workflow_run("upkeep/7-greeting", "owner/name", conclusion)
+            ),
             "{conclusion}"
         );
     }
-    for conclusion in ["success", "cancelled", "skipped", "neutral", "action_required", "stale", ""] {
-        assert!(!runs("check_suite", check_suite(Some("upkeep/7-greeting"), conclusion)), "{conclusion}");
+    for conclusion in [
+        "success",
+        "cancelled",
+        "skipped",
+        "neutral",
+        "action_required",
+        "stale",
+        "",
+    ] {
         assert!(
-            !runs("workflow_run", workflow_run("upkeep/7-greeting", "owner/name", conclusion)),
+            !runs("check_suite", check_suite(Some("upkeep/7-greeting"), conclusion)),
+            "{conclusion}"
+        );
+        assert!(
+            !runs(
+                "workflow_run",
+                workflow_run("upkeep/7-greeting", "owner/name", conclusion)
+            ),
             "{conclusion}"
         );
     }
@@ -417,7 +437,10 @@ fn the_checks_guard_admits_only_failures_on_upkeeps_own_branches() {
     assert!(!runs("check_suite", check_suite(Some("feature/upkeep/x"), "failure")));
     assert!(!runs("check_suite", check_suite(None, "failure")));
     assert!(!runs("workflow_run", workflow_run("main", "owner/name", "failure")));
-    assert!(!runs("workflow_run", workflow_run("upkeep/7-greeting", "mallory/name", "failure")));
+    assert!(!runs(
+        "workflow_run",
+        workflow_run("upkeep/7-greeting", "mallory/name", "failure")
+    ));
     // A checks payload under another event's name starts nothing.
     assert!(!runs("push", check_suite(Some("upkeep/7-greeting"), "failure")));
 }
