@@ -71,6 +71,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         error: Some("GitHub said `no`\nsecond line".into()),
         unsaved_changes: Vec::new(),
         unresolved_findings: Vec::new(),
+        fix_attempts: Vec::new(),
     };
     let now: jiff::Timestamp = "2024-01-02T03:04:05Z".parse().expect("timestamp");
     let text = render(&plan, &state, &summary, now);

@@ -51,6 +51,9 @@ pub(crate) struct GiveUp {
     pub note: Option<String>,
     /// Why, for people.
     pub reason: String,
+    /// The fix attempts made on the pull request, and `max_fix_attempts`.
+    pub made: u32,
+    pub max: u32,
 }
 
 /// What the checks of a bot pull request call for.
@@ -116,6 +119,8 @@ pub(crate) async fn plan(
             sha: sha.clone(),
             note,
             reason,
+            made: attempts.made,
+            max,
         })
     };
     if let Some(outside) = outside_reach(&failing, protected_paths) {

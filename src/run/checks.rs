@@ -28,7 +28,7 @@ impl Runner<'_> {
 
     /// A pull request's checks that start no fix cycle: nothing to do now, or upkeep stops
     /// fixing them and says so on the pull request (once per head commit).
-    pub(super) async fn stop_on_checks(&self, plan: ChecksPlan, forge: &dyn Forge) -> Outcome {
+    pub(super) async fn stop_on_checks(&mut self, plan: ChecksPlan, forge: &dyn Forge) -> Outcome {
         match plan {
             ChecksPlan::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
@@ -81,7 +81,13 @@ impl Runner<'_> {
 
     /// Says on the pull request (once per head commit: `note` is `None` when already said) and
     /// to people that upkeep stops working its checks.
-    pub(super) async fn say_gave_up(&self, give_up: GiveUp, forge: &dyn Forge) {
+    pub(super) async fn say_gave_up(&mut self, give_up: GiveUp, forge: &dyn Forge) {
+        self.fix_attempts.push(crate::summary::FixAttemptReport {
+            pr: give_up.pr,
+            attempt: give_up.made,
+            max: give_up.max,
+            gave_up: true,
+        });
         if let Some(note) = give_up.note {
             let answer = crate::forge::FeedbackAnswer {
                 pull_request: give_up.pr,

@@ -129,6 +129,12 @@ impl Runner<'_> {
                     max: fix.max,
                 },
             );
+            self.fix_attempts.push(crate::summary::FixAttemptReport {
+                pr: number,
+                attempt: fix.attempt.attempt,
+                max: fix.max,
+                gave_up: false,
+            });
         }
 
         let opened_before = self.pull_requests.len();

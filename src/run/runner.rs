@@ -49,6 +49,8 @@ pub(super) struct Runner<'a> {
     pub(super) run_findings: Vec<String>,
     /// Set once a cycle read `dashboard = true`: what the dashboard after the run needs.
     pub(super) dashboard: Option<DashboardPlan>,
+    /// The fix attempts made and the pull requests given up on, for the run's summary.
+    pub(super) fix_attempts: Vec<crate::summary::FixAttemptReport>,
 }
 
 /// What every cycle of a run works with, built once before any work.
@@ -95,6 +97,7 @@ impl<'a> Runner<'a> {
             cycle_findings: Vec::new(),
             run_findings: Vec::new(),
             dashboard: None,
+            fix_attempts: Vec::new(),
         }
     }
 }
@@ -118,6 +121,7 @@ impl Runner<'_> {
             error,
             unsaved_changes: self.unsaved,
             unresolved_findings: self.run_findings,
+            fix_attempts: self.fix_attempts,
         }
     }
 

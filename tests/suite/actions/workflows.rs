@@ -405,6 +405,7 @@ fn action_yml_declares_every_input_and_output() {
         "pull-request-urls",
         "question",
         "unresolved-findings",
+        "fix-attempts",
     ] {
         assert_eq!(
             action["outputs"][name]["value"].as_str(),

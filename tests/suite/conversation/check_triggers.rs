@@ -62,17 +62,31 @@ fn listed_pull(number: u64, head: &str) -> Value {
            "base": {"ref": "main", "sha": "b".repeat(40), "repo": {"id": 1, "url": "https://api.github.com/repos/owner/name", "name": NAME}}})
 }
 
-async fn on_event(hub: &FakeGitHub, event: &str, payload: &Value, script: &Script) -> RunOutput {
-    let events = tempfile::tempdir().expect("tempdir");
-    let event_path = events.path().join("event.json");
+/// upkeep as an Actions step started by `event`; its step outputs and job summary land in
+/// `step` (`output`, `summary`).
+async fn on_event_in(
+    step: &std::path::Path,
+    hub: &FakeGitHub,
+    event: &str,
+    payload: &Value,
+    script: &Script,
+) -> RunOutput {
+    let event_path = step.join("event.json");
     std::fs::write(&event_path, payload.to_string()).expect("write");
     hub.upkeep(&["--replay"])
         .args([script.path()])
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_EVENT_NAME", event)
         .env("GITHUB_EVENT_PATH", &event_path)
+        .env("GITHUB_OUTPUT", step.join("output"))
+        .env("GITHUB_STEP_SUMMARY", step.join("summary"))
         .run_async()
         .await
+}
+
+async fn on_event(hub: &FakeGitHub, event: &str, payload: &Value, script: &Script) -> RunOutput {
+    let step = tempfile::tempdir().expect("tempdir");
+    on_event_in(step.path(), hub, event, payload, script).await
 }
 
 fn fix_script() -> Script {
@@ -95,12 +109,21 @@ fn fix_script() -> Script {
 async fn a_failed_workflow_run_on_the_bots_branch_fixes_its_pull_request() {
     let (hub, head) = failing_pull_request().await;
     let payload = workflow_run(&head, BRANCH, &format!("{OWNER}/{NAME}"), "failure", Vec::new());
-    let out = on_event(&hub, "workflow_run", &payload, &fix_script()).await;
+    let step = tempfile::tempdir().expect("tempdir");
+    let out = on_event_in(step.path(), &hub, "workflow_run", &payload, &fix_script()).await;
     out.assert_code(0);
     let attempts = out.events_of("fix_attempt");
     assert_eq!(attempts.len(), 1, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(attempts[0]["pr"], 3);
     assert_eq!(git(hub.bare(), &["rev-parse", &format!("{BRANCH}~1")]), head);
+    // The workflow reads the attempt from the step's outputs and the job summary.
+    let outputs = std::fs::read_to_string(step.path().join("output")).expect("outputs written");
+    assert!(
+        outputs.contains("fix-attempts=[{\"pr\":3,\"attempt\":1,\"max\":3,\"gave_up\":false}]\n"),
+        "{outputs}"
+    );
+    let summary = std::fs::read_to_string(step.path().join("summary")).expect("summary written");
+    assert!(summary.contains("- #3: fix attempt 1 of 3"), "{summary}");
     let lookups: Vec<String> = hub
         .requests()
         .await
