@@ -29,6 +29,7 @@ pub(crate) mod fix;
 pub(crate) mod follow_up;
 pub(crate) mod local;
 pub(crate) mod memory;
+pub(crate) mod no_checks;
 pub(crate) mod render;
 pub(crate) mod triggers;
 
