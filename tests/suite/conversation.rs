@@ -7,8 +7,10 @@
 //! conversations live in its submodules by subject.
 
 mod agent_instructions;
+mod check_triggers;
 mod fix_cycles;
 mod memory;
+mod no_checks;
 mod questions;
 mod review_follow_up;
 mod who_speaks;

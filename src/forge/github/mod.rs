@@ -328,6 +328,10 @@ impl Forge for GitHubForge {
     async fn fix_attempts(&self, number: u64) -> Result<crate::forge::fix_attempts::FixAttempts, ForgeError> {
         self.read_fix_attempts(number).await
     }
+
+    async fn commit_time(&self, sha: &str) -> Result<Option<jiff::Timestamp>, ForgeError> {
+        self.read_commit_time(sha).await
+    }
 }
 
 /// The comment as the prompt shows it: a question only when the bot's own account (`bot`)
