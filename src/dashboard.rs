@@ -1,6 +1,6 @@
 //! `dashboard = true`: after every run, the repository's "upkeep dashboard" issue says what the
 //! bot is doing there: its open pull requests, those whose failing checks it stopped working
-//! (they need a human), the questions waiting for an answer, the pending
+//! or on which no check reported (they need a human), the questions waiting for an answer, the pending
 //! tasks, the limits, and the last run's outcome and cost (DESIGN section 13).
 //!
 //! Everything shown is read from the forge at the end of the run (nothing is remembered
@@ -72,6 +72,9 @@ pub struct ForgeState {
     /// Open bot pull requests whose failing checks upkeep stopped working, or that it cannot keep
     /// mergeable (DESIGN section 14).
     pub needs_human: Vec<u64>,
+    /// Open bot pull requests on whose head upkeep said no check appeared (DESIGN section 14,
+    /// "Pushes that start no checks").
+    pub no_checks: Vec<u64>,
 }
 
 /// Open pull requests whose comments are read for the note that upkeep stopped, at most.
@@ -86,16 +89,16 @@ async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeStat
         .await?
         .opened_since
         .map(|branches| branches.len());
-    // A pull request needs a human once the bot said on it that it stopped working its checks
-    // (the note's marker, read like the fix attempts: from the bot's own comments only). A
-    // pull request whose comments cannot be read is left out of that list, not the dashboard.
+    // A pull request needs a human once the bot said on it that it stopped working its checks,
+    // or that no check appeared on it (the notes' markers, read like the fix attempts: from
+    // the bot's own comments only). A pull request whose comments cannot be read is left out
+    // of that list, not the dashboard.
     let mut needs_human = Vec::new();
+    let mut no_checks = Vec::new();
     for number in open.iter().filter_map(|pr| pr.number).take(MAX_READ_FOR_NOTES) {
         match forge.fix_attempts(number).await {
-            Ok(attempts) if !attempts.gave_up_on.is_empty() => {
-                needs_human.push(number);
-                continue;
-            }
+            Ok(attempts) if !attempts.gave_up_on.is_empty() => needs_human.push(number),
+            Ok(attempts) if !attempts.no_checks_on.is_empty() => no_checks.push(number),
             Ok(_) => {}
             Err(error) => tracing::warn!("could not read the comments of pull request #{number}: {error}"),
         }
@@ -106,7 +109,7 @@ async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeStat
             branch: String::new(),
         };
         match forge.mergeable_notes(&pull).await {
-            Ok(notes) if notes.needs_human() => needs_human.push(number),
+            Ok(notes) if notes.needs_human() && !needs_human.contains(&number) => needs_human.push(number),
             Ok(_) => {}
             Err(error) => tracing::warn!("could not read the comments of pull request #{number}: {error}"),
         }
@@ -116,6 +119,7 @@ async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeStat
         issues,
         opened_last_hour,
         needs_human,
+        no_checks,
     })
 }
 
@@ -178,15 +182,20 @@ pub fn render(plan: &DashboardPlan, state: &ForgeState, summary: &RunSummary, no
 
     let _ = writeln!(
         text,
-        "\n### Pull requests needing a human\n\nupkeep stopped working their failing checks, or cannot keep them mergeable, and said why on each.\n"
+        "\n### Pull requests needing a human\n\nupkeep stopped working their failing checks, no check reported on them, or it cannot keep them mergeable, and said why on each.\n"
     );
     list(
         &mut text,
-        state
-            .open
-            .iter()
-            .filter(|pr| pr.number.is_some_and(|n| state.needs_human.contains(&n)))
-            .map(|pr| reference(pr.number, &pr.branch)),
+        state.open.iter().filter_map(|pr| {
+            let number = pr.number?;
+            if state.needs_human.contains(&number) {
+                Some(reference(pr.number, &pr.branch))
+            } else if state.no_checks.contains(&number) {
+                Some(format!("{}: no checks reported", reference(pr.number, &pr.branch)))
+            } else {
+                None
+            }
+        }),
     );
 
     let waiting: Vec<&TaskIssue> = state

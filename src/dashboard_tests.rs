@@ -61,6 +61,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         ],
         opened_last_hour: Some(1),
         needs_human: vec![12],
+        no_checks: Vec::new(),
     };
     let summary = RunSummary {
         outcome: crate::outcome::Outcome::PullRequest,
@@ -86,6 +87,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         error: Some("GitHub said `no`\nsecond line".into()),
         unsaved_changes: Vec::new(),
         unresolved_findings: Vec::new(),
+        fix_attempts: Vec::new(),
     };
     let now: jiff::Timestamp = "2024-01-02T03:04:05Z".parse().expect("timestamp");
     let text = render(&plan, &state, &summary, now);
@@ -96,7 +98,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         "- error: `GitHub said 'no'`",
         "### Open pull requests\n\n- #12 (`upkeep/12-fix-typo`)\n",
         "### Questions waiting for an answer\n\n- #7\n- #10\n",
-        "### Pull requests needing a human\n\nupkeep stopped working their failing checks, or cannot keep them mergeable, and said why on each.\n\n- #12 (`upkeep/12-fix-typo`)\n",
+        "### Pull requests needing a human\n\nupkeep stopped working their failing checks, no check reported on them, or it cannot keep them mergeable, and said why on each.\n\n- #12 (`upkeep/12-fix-typo`)\n",
         "### Pending tasks (issues labelled `upkeep`)\n\n- #9\n",
         "- open bot pull requests: 1 (`pr_limit`: 5)",
         "- opened in the last hour: 1 (`pr_hourly_limit`: no limit)",
@@ -117,6 +119,114 @@ fn control_characters_in_the_error_reach_the_dashboard_escaped() {
         "`quota \\u{1b}[31mexceeded\\u{7}`"
     );
     assert_eq!(code("a\rb\nc"), "`a b c`");
+}
+
+fn open_pull_request(number: u64, branch: &str) -> OpenPullRequest {
+    OpenPullRequest {
+        number: Some(number),
+        branch: branch.into(),
+        title: "t".into(),
+        url: format!("https://github.com/o/r/pull/{number}"),
+        task_key: None,
+    }
+}
+
+/// A forge with open bot pull requests and the notes the bot left on them.
+struct Notes {
+    open: Vec<OpenPullRequest>,
+    attempts: Vec<(u64, crate::forge::fix_attempts::FixAttempts)>,
+}
+
+#[async_trait::async_trait]
+impl Forge for Notes {
+    fn name(&self) -> &'static str {
+        "notes"
+    }
+
+    async fn open_pull_requests(&self, _base: &str) -> Result<Vec<OpenPullRequest>, crate::forge::ForgeError> {
+        Ok(self.open.clone())
+    }
+
+    async fn publish(
+        &self,
+        _workspace: &crate::repo::Workspace,
+        _draft: &crate::forge::PullRequestDraft,
+    ) -> Result<crate::forge::PullRequest, crate::forge::ForgeError> {
+        Err(crate::forge::ForgeError::Other("publishes nothing".into()))
+    }
+
+    async fn post_question(
+        &self,
+        _issue: Option<u64>,
+        _question: &str,
+    ) -> Result<Option<String>, crate::forge::ForgeError> {
+        Ok(None)
+    }
+
+    async fn fix_attempts(
+        &self,
+        number: u64,
+    ) -> Result<crate::forge::fix_attempts::FixAttempts, crate::forge::ForgeError> {
+        Ok(self
+            .attempts
+            .iter()
+            .find(|(n, _)| *n == number)
+            .map(|(_, attempts)| attempts.clone())
+            .unwrap_or_default())
+    }
+}
+
+/// A pull request on whose head the bot said no check appeared is listed as needing a human,
+/// marked "no checks reported"; one whose checks it stopped fixing, as before; others not.
+#[tokio::test]
+async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
+    let forge = Notes {
+        open: vec![
+            open_pull_request(12, "upkeep/12-fix-typo"),
+            open_pull_request(13, "upkeep/13-add-docs"),
+            open_pull_request(14, "upkeep/14-rename"),
+        ],
+        attempts: vec![
+            (
+                12,
+                crate::forge::fix_attempts::FixAttempts {
+                    gave_up_on: vec!["a".repeat(40)],
+                    ..Default::default()
+                },
+            ),
+            (
+                13,
+                crate::forge::fix_attempts::FixAttempts {
+                    no_checks_on: vec!["b".repeat(40)],
+                    ..Default::default()
+                },
+            ),
+        ],
+    };
+    let plan = DashboardPlan {
+        base: "main".into(),
+        label: "upkeep".into(),
+        limits: Limits {
+            pr_limit: None,
+            pr_hourly_limit: None,
+            schedules: Vec::new(),
+        },
+    };
+    let state = read_state(&forge, &plan).await.expect("read");
+    let summary = RunSummary::without_work(crate::outcome::Outcome::ChecksFailed, None);
+    let now: jiff::Timestamp = "2024-01-02T03:04:05Z".parse().expect("timestamp");
+    let text = render(&plan, &state, &summary, now);
+    let needing = text
+        .split("### Pull requests needing a human")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .expect("the section");
+    assert!(needing.contains("- #12 (`upkeep/12-fix-typo`)\n"), "{needing}");
+    assert!(
+        needing.contains("- #13 (`upkeep/13-add-docs`): no checks reported\n"),
+        "{needing}"
+    );
+    assert!(!needing.contains("#14"), "{needing}");
 }
 
 /// A forge whose open pull requests carry the bot's mergeable notes, read as the dashboard does.

@@ -386,7 +386,11 @@ mod tests {
         for template in [WORKFLOW_TEMPLATE, FLEET_WORKFLOW_TEMPLATE] {
             assert_eq!(template.matches(ACTION_PLACEHOLDER).count(), 1);
             let text = pinned(template).expect("this build knows its commit");
-            let line = text.lines().find(|line| line.contains("uses: ")).expect("a uses line");
+            // A step's `- uses:` (a permission such as `statuses: read` also contains "uses: ").
+            let line = text
+                .lines()
+                .find(|line| line.trim_start().starts_with("- uses: "))
+                .expect("a uses line");
             let reference = line.trim().trim_start_matches("- uses: ");
             let (pin, comment) = reference.split_once(" # ").expect("a version comment");
             let commit = pin.strip_prefix("upkeep-bot/upkeep@").expect("upkeep's action");

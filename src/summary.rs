@@ -27,6 +27,21 @@ pub struct RunSummary {
     /// Review findings pull requests were opened with after the last review round (the pull
     /// request's body lists them too).
     pub unresolved_findings: Vec<String>,
+    /// The fix attempts the run made on its pull requests' failing checks, and the pull
+    /// requests whose checks it stopped working (DESIGN section 14), in order.
+    pub fix_attempts: Vec<FixAttemptReport>,
+}
+
+/// A fix attempt the run made, or upkeep giving up on a pull request's checks.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FixAttemptReport {
+    pub pr: u64,
+    /// The attempt made (1 for the first); when giving up, the attempts made before.
+    pub attempt: u32,
+    /// `max_fix_attempts`.
+    pub max: u32,
+    /// upkeep stopped working this pull request's checks: a human needs to look.
+    pub gave_up: bool,
 }
 
 impl RunSummary {
@@ -48,6 +63,7 @@ impl RunSummary {
             error,
             unsaved_changes: Vec::new(),
             unresolved_findings: Vec::new(),
+            fix_attempts: Vec::new(),
         }
     }
 

@@ -225,6 +225,7 @@ pub fn report_interrupt(results: &[InterruptResult]) {
     if results.is_empty() {
         return;
     }
+    println!();
     println!("## Interrupt during a search (SIGINT as search_files starts)");
     println!();
     println!(
@@ -247,11 +248,11 @@ pub fn report_interrupt(results: &[InterruptResult]) {
     for r in results {
         let own = r.to_exit.saturating_sub(r.removal);
         println!(
-            "{}: {}: an interrupt during a search ends the run within {} of upkeep's own work (goal {}), plus {} removing the clone ({} in all); {}/{} searches were cut short",
+            "- {} interrupt during a search ends the run within {} of upkeep's own work [{}]: {}, plus {} removing the clone ({} in all); {}/{} searches cut short",
             verdict(own <= INTERRUPT_GOAL && r.interrupted_searches == r.runs),
+            ms(INTERRUPT_GOAL),
             r.name,
             ms(own),
-            ms(INTERRUPT_GOAL),
             ms(r.removal),
             ms(r.to_exit),
             r.interrupted_searches,

@@ -83,20 +83,19 @@ impl Actions {
     ///
     /// A comment or review event ([`crate::conversation::triggers`]) resumes an issue whose
     /// question a maintainer answered, or works the feedback on the bot's pull request;
-    /// [`EventWork::NothingToDo`] says such an event does not concern upkeep.
+    /// [`EventWork::NothingToDo`] says such an event does not concern upkeep. A checks event
+    /// ([`crate::conversation::check_events`]) works the bot's pull request whose checks failed.
     pub(crate) async fn judge_event(&self, settings: &RunSettings) -> Result<EventWork, ConfigError> {
         let Some(event_name) = self.event_name.as_deref() else {
             return Ok(EventWork::AsConfigured);
         };
         if crate::conversation::triggers::EVENTS.contains(&event_name) {
-            let path = self.event_path.as_ref().ok_or_else(|| {
-                ConfigError(format!(
-                    "GITHUB_EVENT_NAME is `{event_name}` but GITHUB_EVENT_PATH is not set"
-                ))
-            })?;
-            let text = std::fs::read_to_string(path)
-                .map_err(|error| ConfigError(format!("reading the event payload {}: {error}", path.display())))?;
+            let text = self.read_payload(event_name)?;
             return crate::conversation::triggers::judge(settings, event_name, &text).await;
+        }
+        if crate::conversation::check_events::EVENTS.contains(&event_name) {
+            let text = self.read_payload(event_name)?;
+            return crate::conversation::check_events::judge(settings, event_name, &text).await;
         }
         if event_name != "issues" {
             return Ok(EventWork::AsConfigured);
@@ -124,6 +123,17 @@ impl Actions {
             number: issue.number,
             task,
         })
+    }
+
+    /// The payload of the event `event_name` that started the workflow.
+    fn read_payload(&self, event_name: &str) -> Result<String, ConfigError> {
+        let path = self.event_path.as_ref().ok_or_else(|| {
+            ConfigError(format!(
+                "GITHUB_EVENT_NAME is `{event_name}` but GITHUB_EVENT_PATH is not set"
+            ))
+        })?;
+        std::fs::read_to_string(path)
+            .map_err(|error| ConfigError(format!("reading the event payload {}: {error}", path.display())))
     }
 
     /// Writes the outputs, the job summary and an annotation for how the run ended. Problems

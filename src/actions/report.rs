@@ -43,6 +43,16 @@ pub(crate) fn outputs(summary: &RunSummary) -> Vec<(&'static str, String)> {
                 " […]",
             ),
         ),
+        // A JSON array for `fromJSON()`: each fix attempt made and each pull request given up
+        // on, `{"pr", "attempt", "max", "gave_up"}`; empty when there was none.
+        (
+            "fix-attempts",
+            if summary.fix_attempts.is_empty() {
+                String::new()
+            } else {
+                serde_json::to_string(&summary.fix_attempts).unwrap_or_default()
+            },
+        ),
     ]
 }
 
@@ -205,6 +215,20 @@ pub(crate) fn job_summary(summary: &RunSummary, context: &RunContext) -> String 
         text.push_str("The pull request opened after the last review round with these findings:\n\n");
         for finding in &summary.unresolved_findings {
             let _ = writeln!(text, "- {}", escape_markdown(finding));
+        }
+    }
+    if !summary.fix_attempts.is_empty() {
+        text.push_str("\n#### Fix attempts\n\n");
+        for fix in &summary.fix_attempts {
+            if fix.gave_up {
+                let _ = writeln!(
+                    text,
+                    "- #{}: gave up after {} of {} fix attempts; a human needs to look",
+                    fix.pr, fix.attempt, fix.max
+                );
+            } else {
+                let _ = writeln!(text, "- #{}: fix attempt {} of {}", fix.pr, fix.attempt, fix.max);
+            }
         }
     }
     if let Some(question) = &summary.question {

@@ -108,10 +108,57 @@ fn summary_for(outcome: Outcome) -> RunSummary {
         | Outcome::PrHourlyLimit
         | Outcome::OutsideSchedule
         | Outcome::Limit
-        | Outcome::ChecksFailed
         | Outcome::Stuck => {}
+        Outcome::ChecksFailed => summary.fix_attempts.push(crate::summary::FixAttemptReport {
+            pr: 12,
+            attempt: 3,
+            max: 3,
+            gave_up: true,
+        }),
     }
     summary
+}
+
+/// The fix attempts a run made and the pull requests it gave up on: one JSON array output
+/// (empty when none) and a section of the job summary.
+#[test]
+fn fix_attempts_are_an_output_and_a_section_of_the_summary() {
+    let mut summary = summary_for(Outcome::PullRequest);
+    let output = |summary: &RunSummary| {
+        outputs(summary)
+            .into_iter()
+            .find(|(name, _)| *name == "fix-attempts")
+            .map(|(_, value)| value)
+    };
+    assert_eq!(output(&summary).as_deref(), Some(""));
+    summary.fix_attempts = vec![
+        crate::summary::FixAttemptReport {
+            pr: 3,
+            attempt: 2,
+            max: 3,
+            gave_up: false,
+        },
+        crate::summary::FixAttemptReport {
+            pr: 5,
+            attempt: 3,
+            max: 3,
+            gave_up: true,
+        },
+    ];
+    assert_eq!(
+        output(&summary).as_deref(),
+        Some(r#"[{"pr":3,"attempt":2,"max":3,"gave_up":false},{"pr":5,"attempt":3,"max":3,"gave_up":true}]"#)
+    );
+    let context = RunContext {
+        repo: "octo/widgets".into(),
+        issue: None,
+        dry_run: false,
+    };
+    let text = job_summary(&summary, &context);
+    assert!(
+        text.contains("#### Fix attempts\n\n- #3: fix attempt 2 of 3\n- #5: gave up after 3 of 3 fix attempts; a human needs to look\n"),
+        "{text}"
+    );
 }
 
 /// The job summary of every outcome, as a reader of the workflow run sees it.

@@ -3,7 +3,8 @@
 //!
 //! Guarantees:
 //! - Only a finished, failing set of checks starts a fix cycle; pending checks wait, passing
-//!   checks and commits without checks leave nothing to do.
+//!   checks leave nothing to do, and a head commit without any check waits a documented time
+//!   before upkeep says so ([`super::no_checks`]).
 //! - Attempts are counted from the forge ([`crate::forge::fix_attempts`]): a fix cycle runs
 //!   only while fewer than `max_fix_attempts` were made and the checks do not fail exactly as
 //!   they did before the last attempt.
@@ -51,6 +52,9 @@ pub(crate) struct GiveUp {
     pub note: Option<String>,
     /// Why, for people.
     pub reason: String,
+    /// The fix attempts made on the pull request, and `max_fix_attempts`.
+    pub made: u32,
+    pub max: u32,
 }
 
 /// What the checks of a bot pull request call for.
@@ -98,14 +102,8 @@ pub(crate) async fn plan(
                 )),
             ));
         }
-        ChecksState::NoChecks => {
-            return Ok((
-                Some(report),
-                ChecksPlan::Nothing(format!(
-                    "no check has reported on {short}, the head of pull request #{number}"
-                )),
-            ));
-        }
+        // Pending for a while after the commit; then upkeep stops waiting and says so.
+        ChecksState::NoChecks => return Ok((Some(report), super::no_checks::plan(forge, pull, max).await?)),
         ChecksState::Failing(failing) => failing,
     };
     let attempts = forge.fix_attempts(number).await?;
@@ -116,6 +114,8 @@ pub(crate) async fn plan(
             sha: sha.clone(),
             note,
             reason,
+            made: attempts.made,
+            max,
         })
     };
     if let Some(outside) = outside_reach(&failing, protected_paths) {

@@ -49,6 +49,7 @@ fn the_note_starts_with_its_marker_and_names_what_failed_and_what_was_tried() {
             signature: "1".repeat(16),
         }),
         gave_up_on: Vec::new(),
+        no_checks_on: Vec::new(),
     };
     let check = FailingCheck {
         name: "test @someone".into(),

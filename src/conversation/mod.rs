@@ -27,11 +27,13 @@ use crate::forge::{ClosedPullRequest, ContinuedPullRequest, Forge, ForgeError, P
 use crate::repo::questions::LocalQuestion;
 use crate::repo::{GitAuth, Workspace, WorkspaceError};
 
+pub(crate) mod check_events;
 pub(crate) mod fix;
 pub(crate) mod follow_up;
 pub(crate) mod local;
 pub(crate) mod memory;
 pub(crate) mod mergeable;
+pub(crate) mod no_checks;
 pub(crate) mod render;
 pub(crate) mod triggers;
 

@@ -94,6 +94,10 @@ impl Forge for DryRun {
         self.inner.fix_attempts(number).await
     }
 
+    async fn commit_time(&self, sha: &str) -> Result<Option<jiff::Timestamp>, ForgeError> {
+        self.inner.commit_time(sha).await
+    }
+
     async fn update_dashboard(&self, _body: &str) -> Result<Option<DashboardUpdate>, ForgeError> {
         // Writes nothing; the run says what it would have written.
         Ok(None)

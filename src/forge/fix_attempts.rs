@@ -37,6 +37,9 @@ pub struct FixAttempts {
     /// The head commits on which the bot said it stopped fixing ([`gave_up_marker`]): said
     /// once per head commit.
     pub gave_up_on: Vec<String>,
+    /// The head commits on which the bot said no check appeared ([`no_checks_marker`]): said
+    /// once per head commit.
+    pub no_checks_on: Vec<String>,
 }
 
 /// What to do about a failing pull request.
@@ -60,6 +63,11 @@ impl FixAttempts {
     /// Whether upkeep already said it stopped fixing head commit `sha`.
     pub fn gave_up(&self, sha: &str) -> bool {
         self.gave_up_on.iter().any(|said| said.eq_ignore_ascii_case(sha))
+    }
+
+    /// Whether upkeep already said that no check appeared on head commit `sha`.
+    pub fn said_no_checks(&self, sha: &str) -> bool {
+        self.no_checks_on.iter().any(|said| said.eq_ignore_ascii_case(sha))
     }
 
     /// Whether another attempt is due for a failure with `signature`, allowing `max` in all.
@@ -87,8 +95,26 @@ pub fn gave_up_marker(sha: &str) -> String {
 
 /// The head commit a comment's first line says upkeep gave up on, whoever wrote it.
 pub fn parse_gave_up_marker(body: &str) -> Option<String> {
+    parse_sha_marker(body, GAVE_UP_MARKER)
+}
+
+/// What the note that no check appeared on a pull request's head starts with.
+pub const NO_CHECKS_MARKER: &str = "<!-- upkeep:no-checks";
+
+/// The hidden first line of the note saying no check appeared on head `sha`.
+pub fn no_checks_marker(sha: &str) -> String {
+    format!("{NO_CHECKS_MARKER} sha={sha} -->")
+}
+
+/// The head commit a comment's first line says no check appeared on, whoever wrote it.
+pub fn parse_no_checks_marker(body: &str) -> Option<String> {
+    parse_sha_marker(body, NO_CHECKS_MARKER)
+}
+
+/// The commit of a `<marker> sha=<sha> -->` first line.
+fn parse_sha_marker(body: &str, marker: &str) -> Option<String> {
     let first = body.trim_start().lines().next()?;
-    let rest = first.strip_prefix(GAVE_UP_MARKER)?.strip_prefix(" sha=")?;
+    let rest = first.strip_prefix(marker)?.strip_prefix(" sha=")?;
     let (sha, _) = rest.split_once(" -->")?;
     let valid = [40, 64].contains(&sha.len()) && sha.bytes().all(|b| b.is_ascii_hexdigit());
     valid.then(|| sha.to_ascii_lowercase())
@@ -129,12 +155,17 @@ pub fn parse_fix_attempt_marker(body: &str) -> Option<FixAttempt> {
 pub fn count_fix_attempts(comments: &[Comment]) -> FixAttempts {
     let mut latest: Option<(u32, u64, usize, FixAttempt)> = None;
     let mut gave_up_on = Vec::new();
+    let mut no_checks_on = Vec::new();
     for (position, comment) in comments.iter().enumerate() {
         if comment.role != Role::Bot {
             continue;
         }
         if let Some(sha) = parse_gave_up_marker(&comment.body) {
             gave_up_on.push(sha);
+            continue;
+        }
+        if let Some(sha) = parse_no_checks_marker(&comment.body) {
+            no_checks_on.push(sha);
             continue;
         }
         let Some(attempt) = parse_fix_attempt_marker(&comment.body) else {
@@ -147,14 +178,18 @@ pub fn count_fix_attempts(comments: &[Comment]) -> FixAttempts {
     }
     gave_up_on.sort();
     gave_up_on.dedup();
+    no_checks_on.sort();
+    no_checks_on.dedup();
     match latest {
         Some((made, _, _, last)) => FixAttempts {
             made,
             last: Some(last),
             gave_up_on,
+            no_checks_on,
         },
         None => FixAttempts {
             gave_up_on,
+            no_checks_on,
             ..FixAttempts::default()
         },
     }

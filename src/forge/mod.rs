@@ -295,6 +295,12 @@ pub trait Forge: Send + Sync {
         Ok(None)
     }
 
+    /// When commit `sha` was made (its committer date), to tell how long its checks have had to
+    /// appear. `None`: this forge cannot tell.
+    async fn commit_time(&self, _sha: &str) -> Result<Option<jiff::Timestamp>, ForgeError> {
+        Ok(None)
+    }
+
     /// The fix attempts the bot recorded on pull request `number` (its own comments' markers,
     /// [`fix_attempts::count_fix_attempts`]). Forges without comments record none.
     async fn fix_attempts(&self, _number: u64) -> Result<fix_attempts::FixAttempts, ForgeError> {

@@ -7,6 +7,7 @@ use crate::conversation::fix::{ChecksPlan, GiveUp};
 use crate::events::{Event, Scope};
 use crate::outcome::Outcome;
 
+use super::record::CycleRecord;
 use super::shared::Run;
 
 impl Run<'_> {
@@ -27,7 +28,7 @@ impl Run<'_> {
 
     /// A pull request's checks that start no fix cycle: nothing to do now, or upkeep stops
     /// fixing them and says so on the pull request (once per head commit).
-    pub(super) async fn stop_on_checks(&self, plan: ChecksPlan) -> Outcome {
+    pub(super) async fn stop_on_checks(&self, plan: ChecksPlan, done: &mut CycleRecord) -> Outcome {
         match plan {
             ChecksPlan::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
@@ -36,7 +37,7 @@ impl Run<'_> {
             // Not reached: a fix cycle is a cycle's work, not an ending.
             ChecksPlan::Fix(_) => Outcome::NoTasks,
             ChecksPlan::GiveUp(give_up) => {
-                self.say_gave_up(give_up).await;
+                self.say_gave_up(give_up, done).await;
                 Outcome::ChecksFailed
             }
         }
@@ -79,7 +80,13 @@ impl Run<'_> {
 
     /// Says on the pull request (once per head commit: `note` is `None` when already said) and
     /// to people that upkeep stops working its checks.
-    pub(super) async fn say_gave_up(&self, give_up: GiveUp) {
+    pub(super) async fn say_gave_up(&self, give_up: GiveUp, done: &mut CycleRecord) {
+        done.fix_attempts.push(crate::summary::FixAttemptReport {
+            pr: give_up.pr,
+            attempt: give_up.made,
+            max: give_up.max,
+            gave_up: true,
+        });
         if let Some(note) = give_up.note {
             let answer = crate::forge::FeedbackAnswer {
                 pull_request: give_up.pr,

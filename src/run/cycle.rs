@@ -111,7 +111,7 @@ impl Run<'_> {
                 mergeable_notes,
             } => {
                 for give_up in gave_up {
-                    self.say_gave_up(give_up).await;
+                    self.say_gave_up(give_up, done).await;
                 }
                 self.leave_mergeable_notes(mergeable_notes).await;
                 cycle
@@ -124,7 +124,7 @@ impl Run<'_> {
                 if let Some(report) = &report {
                     self.emit_checks(number, report.pr, &report.sha, &report.state);
                 }
-                return Ok(self.stop_on_checks(*plan).await);
+                return Ok(self.stop_on_checks(*plan, done).await);
             }
             CycleBrief::Mergeable { work, clone } => return Ok(self.settle_mergeable(number, *work, &clone).await),
         };
@@ -148,6 +148,12 @@ impl Run<'_> {
                     max: fix.max,
                 },
             );
+            done.fix_attempts.push(crate::summary::FixAttemptReport {
+                pr,
+                attempt: fix.attempt.attempt,
+                max: fix.max,
+                gave_up: false,
+            });
         }
 
         let outcome = self.work(&cycle, asking, done).await?;

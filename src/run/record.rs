@@ -8,7 +8,7 @@ use crate::dashboard::DashboardPlan;
 use crate::forge::PullRequest;
 use crate::outcome::Outcome;
 use crate::repo::UnsavedChanges;
-use crate::summary::RunSummary;
+use crate::summary::{FixAttemptReport, RunSummary};
 
 /// What one cycle did besides how it ended.
 #[derive(Default)]
@@ -22,6 +22,8 @@ pub(super) struct CycleRecord {
     pub(super) findings: Vec<String>,
     /// Set when the cycle read `dashboard = true`: what the dashboard after the run needs.
     pub(super) dashboard: Option<DashboardPlan>,
+    /// The fix attempt it made, or the pull requests whose checks it stopped working.
+    pub(super) fix_attempts: Vec<FixAttemptReport>,
 }
 
 /// What the run did so far.
@@ -34,6 +36,7 @@ pub(super) struct RunRecord {
     pub(super) unsaved: Vec<UnsavedChanges>,
     pub(super) findings: Vec<String>,
     pub(super) dashboard: Option<DashboardPlan>,
+    pub(super) fix_attempts: Vec<FixAttemptReport>,
 }
 
 impl RunRecord {
@@ -48,6 +51,7 @@ impl RunRecord {
         if cycle.dashboard.is_some() {
             self.dashboard = cycle.dashboard;
         }
+        self.fix_attempts.extend(cycle.fix_attempts);
     }
 
     /// What the run did, once it ended as `outcome`, with what `budget` counted.
@@ -66,6 +70,7 @@ impl RunRecord {
             error,
             unsaved_changes: self.unsaved,
             unresolved_findings: self.findings,
+            fix_attempts: self.fix_attempts,
         }
     }
 }

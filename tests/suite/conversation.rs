@@ -7,9 +7,11 @@
 //! conversations live in its submodules by subject.
 
 mod agent_instructions;
+mod check_triggers;
 mod fix_cycles;
 mod memory;
 mod mergeable;
+mod no_checks;
 mod questions;
 mod review_follow_up;
 mod who_speaks;

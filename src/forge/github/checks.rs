@@ -302,7 +302,40 @@ impl GitHubForge {
     }
 }
 
+#[derive(Debug, Deserialize)]
+struct GitCommitJson {
+    #[serde(default)]
+    committer: Option<GitUserJson>,
+}
+
+#[derive(Debug, Deserialize)]
+struct GitUserJson {
+    #[serde(default)]
+    date: Option<String>,
+}
+
 impl GitHubForge {
+    /// When commit `sha` was made: its committer date, from the Git database API
+    /// (`GET /repos/{o}/{r}/git/commits/{sha}`, which unlike `GET .../commits/{ref}` carries no
+    /// files or patches, so the answer stays small). `None` when GitHub gives no readable date.
+    pub async fn read_commit_time(&self, sha: &str) -> Result<Option<jiff::Timestamp>, ForgeError> {
+        let operation = format!("reading commit {}", short(sha));
+        let answer = self
+            .api
+            .send(
+                &operation,
+                Method::Get,
+                &self.route(&format!("/git/commits/{}", encode(sha))),
+                None,
+            )
+            .await?;
+        Ok(serde_json::from_str::<GitCommitJson>(&answer.text)
+            .ok()
+            .and_then(|commit| commit.committer)
+            .and_then(|committer| committer.date)
+            .and_then(|date| date.parse::<jiff::Timestamp>().ok()))
+    }
+
     /// The fix attempts recorded on pull request `number`: the markers in the bot's own
     /// comments (up to 1000 comments, oldest first), judged by the account
     /// the token belongs to, as every reader of them judges.

@@ -349,6 +349,10 @@ impl Forge for GitHubForge {
     ) -> Result<Vec<String>, ForgeError> {
         self.comment_note(pull, commit, marker, text).await
     }
+
+    async fn commit_time(&self, sha: &str) -> Result<Option<jiff::Timestamp>, ForgeError> {
+        self.read_commit_time(sha).await
+    }
 }
 
 /// The comment as the prompt shows it: a question only when the bot's own account (`bot`)

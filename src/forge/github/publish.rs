@@ -150,6 +150,12 @@ impl GitHubForge {
         Ok(workspace.push_with_lease(branch, &auth, lease).await?)
     }
 
+    /// The number of the open pull request of this repository whose head is `branch`, if one
+    /// is (a checks event that names no pull request).
+    pub(crate) async fn open_pull_request_number(&self, branch: &str) -> Result<Option<u64>, ForgeError> {
+        Ok(self.find_open_pull_request(branch).await?.map(|pull| pull.number))
+    }
+
     /// Open pull requests of this repository whose head is `branch`.
     async fn find_open_pull_request(&self, branch: &str) -> Result<Option<PullJson>, ForgeError> {
         let operation = format!("looking for an open pull request for {branch}");

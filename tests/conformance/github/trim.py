@@ -33,6 +33,7 @@ OPERATIONS = [
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("get", "/repos/{owner}/{repo}/commits"),
     ("post", "/repos/{owner}/{repo}/git/refs"),
+    ("get", "/repos/{owner}/{repo}/git/commits/{commit_sha}"),
     ("get", "/repos/{owner}/{repo}/commits/{ref}/check-runs"),
     ("get", "/repos/{owner}/{repo}/commits/{ref}/status"),
     ("get", "/repos/{owner}/{repo}/check-runs/{check_run_id}/annotations"),

@@ -43,6 +43,22 @@ fn init_writes_the_config_and_the_workflow() {
     // What the workflow must do; actionlint (.ci/run) checks that it is a valid workflow.
     assert!(workflow.contains("  issues:\n    types: [labeled]\n"), "{workflow}");
     assert!(workflow.contains("  workflow_dispatch:\n"), "{workflow}");
+    // Failing checks on upkeep's own pull requests: other CI apps' check suites, and the runs
+    // of the Actions workflows the user names (GitHub starts no check_suite workflow for
+    // suites GitHub Actions itself creates).
+    assert!(
+        workflow.contains("  check_suite:\n    types: [completed]\n"),
+        "{workflow}"
+    );
+    assert!(
+        workflow.contains("  workflow_run: # zizmor: ignore[dangerous-triggers]\n")
+            && workflow.contains("    workflows: [CI]\n    types: [completed]\n    branches: [\"upkeep/**\"]\n"),
+        "{workflow}"
+    );
+    assert!(
+        workflow.contains("docs/actions.md, \"Pushes that"),
+        "the Setup points to the token docs"
+    );
     workflows::check_upkeep_workflow("upkeep init's workflow", &workflow);
 
     // The files work: upkeep reads the written .upkeep.toml without complaint.

@@ -29,6 +29,7 @@ fn a_pull_request_run_writes_every_output_and_a_readable_summary() {
     assert_eq!(outputs["pull-request-urls"], url);
     assert_eq!(outputs["question"], "");
     assert_eq!(outputs["unresolved-findings"], "");
+    assert_eq!(outputs["fix-attempts"], "", "no fix attempt was made");
 
     let summary = runner.summary();
     assert!(summary.contains("### upkeep opened a pull request"), "{summary}");

@@ -151,8 +151,28 @@ fn checkouts_keep_no_credentials_and_actions_are_pinned_to_commits() {
             Yaml::Array(many) => many.iter().filter_map(Yaml::as_str).collect(),
             other => hash_entries(other).into_iter().map(|(k, _)| k).collect(),
         };
-        for dangerous in ["pull_request_target", "workflow_run"] {
-            assert!(!triggers.contains(&dangerous), "{name}: {dangerous}");
+        assert!(
+            !triggers.contains(&"pull_request_target"),
+            "{name}: pull_request_target"
+        );
+        // `workflow_run` only where the job guard admits nothing but a run of this very
+        // repository (never a fork's) on upkeep's own branches, and no step checks out code.
+        if triggers.contains(&"workflow_run") {
+            for (job_name, job) in jobs(&doc) {
+                let guard = job["if"].as_str().unwrap_or_default();
+                assert!(
+                    guard.contains("github.event.workflow_run.head_repository.full_name == github.repository")
+                        && guard.contains("startsWith(github.event.workflow_run.head_branch, 'upkeep/')"),
+                    "{name}: {job_name}: workflow_run unguarded: {guard}"
+                );
+                for step in job["steps"].as_vec().map(Vec::as_slice).unwrap_or_default() {
+                    let uses = step["uses"].as_str().unwrap_or_default();
+                    assert!(
+                        !uses.starts_with("actions/checkout@"),
+                        "{name}: {job_name} checks out code"
+                    );
+                }
+            }
         }
     }
 }
@@ -192,8 +212,15 @@ pub(super) fn check_upkeep_workflow(name: &str, text: &str) {
         .collect();
     assert_eq!(
         permissions,
-        [("contents", "write"), ("pull-requests", "write"), ("issues", "write")],
-        "{name}: exactly what upkeep needs"
+        [
+            ("contents", "write"),
+            ("pull-requests", "write"),
+            ("issues", "write"),
+            ("checks", "read"),
+            ("statuses", "read"),
+            ("actions", "read")
+        ],
+        "{name}: exactly what upkeep needs (the reads: its pull requests' checks and job logs)"
     );
     assert_eq!(
         job["environment"].as_str(),
@@ -378,6 +405,7 @@ fn action_yml_declares_every_input_and_output() {
         "pull-request-urls",
         "question",
         "unresolved-findings",
+        "fix-attempts",
     ] {
         assert_eq!(
             action["outputs"][name]["value"].as_str(),

@@ -10,6 +10,7 @@ use upkeep::forge::checks::{CheckKind, ChecksState, FailingCheck};
 use upkeep::forge::fix_attempts::{FixAttempt, fix_attempt_marker};
 use upkeep::forge::github::GitHubForge;
 
+use super::super::support::git;
 use super::super::support::github::{CheckRunSpec, FakeGitHub, NAME, OWNER};
 
 const BOT: &str = "upkeep-bot";
@@ -156,6 +157,21 @@ async fn a_check_still_running_means_wait() {
 async fn a_commit_without_checks_has_none() {
     let github = FakeGitHub::start(BOT).await;
     assert_eq!(checks(&github).await, ChecksState::NoChecks);
+    github.assert_conformant();
+}
+
+/// How long a commit without checks has waited is read from its committer date (the Git
+/// database API); a commit GitHub does not know is an error, not a time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commits_time_is_its_committer_date() {
+    let github = FakeGitHub::start(BOT).await;
+    let bare = github.bare();
+    let head = git(bare, &["rev-parse", "main"]);
+    let date = git(bare, &["show", "-s", "--format=%cI", "main"]);
+    let expected: jiff::Timestamp = date.parse().expect("git's date");
+    let read = forge(&github).commit_time(&head).await.expect("read");
+    assert_eq!(read, Some(expected));
+    assert!(forge(&github).commit_time(&"f".repeat(40)).await.is_err());
     github.assert_conformant();
 }
 

@@ -369,6 +369,82 @@ fn the_run_guard_admits_maintainers_and_nobody_else() {
     assert!(!runs("push", none));
 }
 
+/// Whether the job of `upkeep init`'s workflow runs for a checks event of this repository.
+fn the_template_job_runs_for_checks(event_name: &str, event: Value) -> bool {
+    let doc = parse_yaml("template", &upkeep::init::workflow().expect("pinned"));
+    let condition = doc["jobs"]["upkeep"]["if"].as_str().expect("the job has a guard");
+    let contexts = json!({"github": {"event_name": event_name, "event": event, "repository": "owner/name"},
+                          "vars": {}});
+    evaluate(condition, &contexts).as_boolean()
+}
+
+fn check_suite(branch: Option<&str>, conclusion: &str) -> Value {
+    json!({"action": "completed",
+           "check_suite": {"head_branch": branch, "conclusion": conclusion, "status": "completed",
+                           "pull_requests": []},
+           "repository": {"full_name": "owner/name"}})
+}
+
+fn workflow_run(branch: &str, head_repository: &str, conclusion: &str) -> Value {
+    json!({"action": "completed",
+           "workflow_run": {"head_branch": branch, "conclusion": conclusion, "status": "completed",
+                            "head_repository": {"full_name": head_repository}, "pull_requests": []},
+           "repository": {"full_name": "owner/name"}})
+}
+
+/// Checks that completed start a run only when they failed on an `upkeep/` branch of this
+/// repository: never on another branch, never for a fork's branch of the same name, never for a
+/// success or a cancellation.
+#[test]
+fn the_checks_guard_admits_only_failures_on_upkeeps_own_branches() {
+    let runs = the_template_job_runs_for_checks;
+    for conclusion in ["failure", "timed_out"] {
+        assert!(
+            runs("check_suite", check_suite(Some("upkeep/7-greeting"), conclusion)),
+            "{conclusion}"
+        );
+        assert!(
+            runs(
+                "workflow_run",
+                workflow_run("upkeep/7-greeting", "owner/name", conclusion)
+            ),
+            "{conclusion}"
+        );
+    }
+    for conclusion in [
+        "success",
+        "cancelled",
+        "skipped",
+        "neutral",
+        "action_required",
+        "stale",
+        "",
+    ] {
+        assert!(
+            !runs("check_suite", check_suite(Some("upkeep/7-greeting"), conclusion)),
+            "{conclusion}"
+        );
+        assert!(
+            !runs(
+                "workflow_run",
+                workflow_run("upkeep/7-greeting", "owner/name", conclusion)
+            ),
+            "{conclusion}"
+        );
+    }
+    // Another branch, or a fork's (no head branch here; another head repository).
+    assert!(!runs("check_suite", check_suite(Some("main"), "failure")));
+    assert!(!runs("check_suite", check_suite(Some("feature/upkeep/x"), "failure")));
+    assert!(!runs("check_suite", check_suite(None, "failure")));
+    assert!(!runs("workflow_run", workflow_run("main", "owner/name", "failure")));
+    assert!(!runs(
+        "workflow_run",
+        workflow_run("upkeep/7-greeting", "mallory/name", "failure")
+    ));
+    // A checks payload under another event's name starts nothing.
+    assert!(!runs("push", check_suite(Some("upkeep/7-greeting"), "failure")));
+}
+
 #[test]
 fn the_evaluator_follows_githubs_rules() {
     let contexts = json!({"github": {"event": {"a": "It's", "n": null, "list": ["X"]}}});

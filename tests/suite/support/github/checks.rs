@@ -179,6 +179,7 @@ impl State {
                     link: None,
                 })
             }
+            ["git", "commits", sha] => Some(self.git_commit(sha)),
             ["check-runs", id, "annotations"] => {
                 let id: u64 = id.parse().ok()?;
                 let body = json!(self.checks.annotations.get(&id)?.clone());
@@ -208,6 +209,55 @@ impl State {
                 )))
             }
             _ => None,
+        }
+    }
+
+    /// `git-commit` for `sha`, read from the bare repository (its committer date is the real
+    /// one: a test that needs an old commit makes it with an old date); 404 as GitHub answers
+    /// an unknown commit.
+    fn git_commit(&self, sha: &str) -> Reply {
+        let out = std::process::Command::new("git")
+            .current_dir(&self.bare)
+            .args([
+                "show",
+                "-s",
+                "--format=%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%T%x00%P%x00%B",
+                "--end-of-options",
+                sha,
+            ])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let fields: Vec<&str> = text.splitn(9, '\0').collect();
+        if !out.status.success() || fields.len() < 9 {
+            return Reply::Json {
+                status: 404,
+                body: json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest/git/commits#get-a-commit-object", "status": "404"}),
+                link: None,
+            };
+        }
+        let api = format!("{API}/repos/{OWNER}/{NAME}");
+        let parents: Vec<Value> = fields[7]
+            .split_whitespace()
+            .map(|parent| {
+                json!({"sha": parent, "url": format!("{api}/git/commits/{parent}"),
+                       "html_url": format!("{WEB}/{OWNER}/{NAME}/commit/{parent}")})
+            })
+            .collect();
+        Reply::Json {
+            status: 200,
+            body: json!({
+                "sha": sha, "node_id": format!("C_kwDO{}", &sha[..8.min(sha.len())]),
+                "url": format!("{api}/git/commits/{sha}"), "html_url": format!("{WEB}/{OWNER}/{NAME}/commit/{sha}"),
+                "author": {"name": fields[0], "email": fields[1], "date": fields[2]},
+                "committer": {"name": fields[3], "email": fields[4], "date": fields[5]},
+                "tree": {"sha": fields[6], "url": format!("{api}/git/trees/{}", fields[6])},
+                "message": fields[8].trim_end(), "parents": parents,
+                "verification": {"verified": false, "reason": "unsigned", "signature": null, "payload": null, "verified_at": null},
+            }),
+            link: None,
         }
     }
 
