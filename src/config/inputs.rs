@@ -8,9 +8,7 @@
 //! asks the event and reads the questions, so config depends on neither), and nothing changes
 //! a `Config` once the run holds it.
 
-use super::resolve::command_line;
-use super::{Config, ConfigError, Mode, RunSettings};
-use crate::cli::RunArgs;
+use super::{Config, Mode, RunSettings};
 use crate::repo::questions::LocalQuestion;
 
 /// What the settings are resolved for: a run needs credentials, printing the prompt does not.
@@ -106,11 +104,4 @@ pub enum LocalResume {
     Resume(LocalQuestion),
     /// These questions wait for an answer: show them, do nothing else.
     Pending(Vec<LocalQuestion>),
-}
-
-/// The command line's errors, as [`Config::resolve`] reports them, without reading anything
-/// the run starts from (the event, the repository's questions): what every repository of a
-/// fleet shares.
-pub(crate) fn check_command_line(args: &RunArgs) -> Result<(), ConfigError> {
-    command_line(args, Purpose::Run).map(drop)
 }

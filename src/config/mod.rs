@@ -40,9 +40,8 @@ pub use crate::settings::{
     ProviderSettings,
 };
 pub use file::{AgentConfig, FileConfig, MIN_CONTEXT_WINDOW, ModelConfig, REPO_CONFIG_FILE};
-pub(crate) use inputs::check_command_line;
 pub use inputs::{EventWork, LocalResume, Purpose, Resolved};
-pub(crate) use resolve::command_line;
+pub(crate) use resolve::{check_command_line, command_line};
 pub use source::RepoSource;
 
 pub const DEFAULT_MAX_TURNS: u32 = 20;

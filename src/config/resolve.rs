@@ -28,6 +28,13 @@ use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 use crate::repo::Identity;
 use crate::settings::ConfigError;
 
+/// The command line's errors, as [`Config::resolve`] reports them, without reading anything
+/// the run starts from (the event, the repository's questions): what every repository of a
+/// fleet shares.
+pub(crate) fn check_command_line(args: &RunArgs) -> Result<(), ConfigError> {
+    command_line(args, Purpose::Run).map(drop)
+}
+
 /// The command line read in its fixed order, into the settings [`super::Config::resolve`] completes.
 pub(crate) fn command_line(args: &RunArgs, purpose: Purpose) -> Result<RunSettings, ConfigError> {
     let github = GitHubSettings::from_env();
