@@ -40,6 +40,8 @@ pub(crate) struct Briefing {
     pub agent_instructions: Option<AgentInstructions>,
     /// The open pull request the cycle continues, when it does.
     pub continued: Option<ContinuedPullRequest>,
+    /// The conflicting pull request whose change the cycle makes again on the base.
+    pub redo: Option<Box<crate::conversation::mergeable::Redo>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -154,8 +156,11 @@ pub(crate) async fn brief(
         .continued
         .as_ref()
         .and_then(|continued| continued.fix.as_deref());
-    let backlog =
-        config.task.is_none() && conversation.feedback.is_none() && conversation.issue.is_none() && fix.is_none();
+    let backlog = config.task.is_none()
+        && conversation.feedback.is_none()
+        && conversation.issue.is_none()
+        && fix.is_none()
+        && conversation.redo.is_none();
     let issues = if backlog {
         forge.task_issues(&settings.label).await?
     } else {
@@ -180,7 +185,9 @@ pub(crate) async fn brief(
     let continued_issue = conversation
         .continued
         .as_ref()
-        .and_then(|continued| crate::forge::discussion::issue_of_branch(&continued.branch));
+        .map(|continued| continued.branch.as_str())
+        .or(conversation.redo.as_ref().map(|redo| redo.pull.branch.as_str()))
+        .and_then(crate::forge::discussion::issue_of_branch);
     let only_issue = match issues.as_slice() {
         [only] if backlog => Some(only.number),
         _ => None,
@@ -198,6 +205,10 @@ pub(crate) async fn brief(
             .zip(fix)
             .map(|(continued, fix)| render::fix_task(continued, fix)),
         (None, Some(issue), None) => Some(render::issue_task(issue, conversation.continued.as_ref())),
+        (None, None, None) if conversation.redo.is_some() => conversation
+            .redo
+            .as_deref()
+            .map(crate::conversation::mergeable::redo_task),
         _ => None,
     };
     let task = match (&rendered, &config.task) {
@@ -260,5 +271,6 @@ pub(crate) async fn brief(
         targets,
         agent_instructions,
         continued: conversation.continued.clone(),
+        redo: conversation.redo.clone(),
     })
 }

@@ -69,7 +69,8 @@ pub struct ForgeState {
     pub open: Vec<OpenPullRequest>,
     pub issues: Vec<TaskIssue>,
     pub opened_last_hour: Option<usize>,
-    /// Open bot pull requests whose failing checks upkeep stopped working (DESIGN section 14).
+    /// Open bot pull requests whose failing checks upkeep stopped working, or that it cannot keep
+    /// mergeable (DESIGN section 14).
     pub needs_human: Vec<u64>,
     /// Open bot pull requests on whose head upkeep said no check appeared (DESIGN section 14,
     /// "Pushes that start no checks").
@@ -98,6 +99,17 @@ async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeStat
         match forge.fix_attempts(number).await {
             Ok(attempts) if !attempts.gave_up_on.is_empty() => needs_human.push(number),
             Ok(attempts) if !attempts.no_checks_on.is_empty() => no_checks.push(number),
+            Ok(_) => {}
+            Err(error) => tracing::warn!("could not read the comments of pull request #{number}: {error}"),
+        }
+        // Or that it cannot keep it mergeable (a human's commits on it, or a re-doing that did
+        // not help).
+        let pull = crate::forge::mergeable::PullRequestRef {
+            number: Some(number),
+            branch: String::new(),
+        };
+        match forge.mergeable_notes(&pull).await {
+            Ok(notes) if notes.needs_human() && !needs_human.contains(&number) => needs_human.push(number),
             Ok(_) => {}
             Err(error) => tracing::warn!("could not read the comments of pull request #{number}: {error}"),
         }
@@ -170,7 +182,7 @@ pub fn render(plan: &DashboardPlan, state: &ForgeState, summary: &RunSummary, no
 
     let _ = writeln!(
         text,
-        "\n### Pull requests needing a human\n\nupkeep stopped working their failing checks, or no check reported on them, and said why on each.\n"
+        "\n### Pull requests needing a human\n\nupkeep stopped working their failing checks, no check reported on them, or it cannot keep them mergeable, and said why on each.\n"
     );
     list(
         &mut text,

@@ -98,7 +98,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
         "- error: `GitHub said 'no'`",
         "### Open pull requests\n\n- #12 (`upkeep/12-fix-typo`)\n",
         "### Questions waiting for an answer\n\n- #7\n- #10\n",
-        "### Pull requests needing a human\n\nupkeep stopped working their failing checks, or no check reported on them, and said why on each.\n\n- #12 (`upkeep/12-fix-typo`)\n",
+        "### Pull requests needing a human\n\nupkeep stopped working their failing checks, no check reported on them, or it cannot keep them mergeable, and said why on each.\n\n- #12 (`upkeep/12-fix-typo`)\n",
         "### Pending tasks (issues labelled `upkeep`)\n\n- #9\n",
         "- open bot pull requests: 1 (`pr_limit`: 5)",
         "- opened in the last hour: 1 (`pr_hourly_limit`: no limit)",
@@ -227,4 +227,76 @@ async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
         "{needing}"
     );
     assert!(!needing.contains("#14"), "{needing}");
+}
+
+/// A forge whose open pull requests carry the bot's mergeable notes, read as the dashboard does.
+struct NotedForge;
+
+#[async_trait::async_trait]
+impl Forge for NotedForge {
+    fn name(&self) -> &'static str {
+        "github"
+    }
+
+    async fn open_pull_requests(&self, _base: &str) -> Result<Vec<OpenPullRequest>, crate::forge::ForgeError> {
+        Ok([4, 5, 6]
+            .into_iter()
+            .map(|number| OpenPullRequest {
+                number: Some(number),
+                branch: format!("upkeep/{number}-x"),
+                title: "x".into(),
+                url: String::new(),
+                task_key: None,
+            })
+            .collect())
+    }
+
+    async fn publish(
+        &self,
+        _workspace: &crate::repo::Workspace,
+        _draft: &crate::forge::PullRequestDraft,
+    ) -> Result<PullRequest, crate::forge::ForgeError> {
+        Err(crate::forge::ForgeError::Other("not here".into()))
+    }
+
+    async fn post_question(
+        &self,
+        _issue: Option<u64>,
+        _question: &str,
+    ) -> Result<Option<String>, crate::forge::ForgeError> {
+        Ok(None)
+    }
+
+    async fn mergeable_notes(
+        &self,
+        pull: &crate::forge::mergeable::PullRequestRef,
+    ) -> Result<crate::forge::mergeable::MergeableNotes, crate::forge::ForgeError> {
+        use crate::forge::mergeable::{NoteKind, mergeable_marker};
+        let kind = match pull.number {
+            Some(4) => Some(NoteKind::HumanCommits),
+            Some(5) => Some(NoteKind::Redo),
+            Some(6) => Some(NoteKind::GaveUp),
+            _ => None,
+        };
+        Ok(crate::forge::mergeable::MergeableNotes {
+            markers: kind.map(|kind| mergeable_marker(kind, "abc")).into_iter().collect(),
+        })
+    }
+}
+
+/// A human's commits on a conflicting pull request, or a re-doing that did not help, make it
+/// one needing a human; a re-doing alone does not.
+#[tokio::test]
+async fn pull_requests_upkeep_cannot_keep_mergeable_need_a_human() {
+    let plan = DashboardPlan {
+        base: "main".into(),
+        label: "upkeep".into(),
+        limits: Limits {
+            pr_limit: None,
+            pr_hourly_limit: None,
+            schedules: Vec::new(),
+        },
+    };
+    let state = read_state(&NotedForge, &plan).await.expect("read");
+    assert_eq!(state.needs_human, [4, 6]);
 }

@@ -161,6 +161,21 @@ pub enum Event {
         attempt: u32,
         max: u32,
     },
+    /// A bot pull request that no longer merged into its base was rebased onto it and pushed
+    /// with a lease (`pr` is `null` on the local forge, which numbers none).
+    Rebased {
+        pr: Option<u64>,
+        branch: String,
+        from: String,
+        to: String,
+    },
+    /// A cycle starts that makes a conflicting bot pull request's change again on the base's
+    /// tip, replacing head commit `from`.
+    Redo {
+        pr: Option<u64>,
+        branch: String,
+        from: String,
+    },
     /// `upkeep fleet` is done: every repository's outcome, in the fleet's order.
     FleetFinished {
         repos: usize,

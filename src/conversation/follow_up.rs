@@ -161,6 +161,7 @@ mod tests {
             base: "main".into(),
             state: state.into(),
             merged: false,
+            conflicts: false,
         }
     }
 

@@ -12,6 +12,9 @@
 //!   clone is checked out on its branch, the prompt carries the failing checks, and
 //!   `create_pull_request` pushes a commit on top and records the attempt ([`fix`]); or upkeep
 //!   stops fixing and says so.
+//! - A bot pull request that no longer merges into its base (DESIGN section 14, "Mergeable"):
+//!   rebased in the clone when only the bot committed to it (the run publishes it), or its change
+//!   made again on the base's tip by a cycle, or left with a note ([`mergeable`]).
 //! - A local question answered with `--answer` ([`local`]).
 //! - Memory kept in the forge: bot pull requests closed without merging end their tasks
 //!   ([`memory`]).
@@ -29,6 +32,7 @@ pub(crate) mod fix;
 pub(crate) mod follow_up;
 pub(crate) mod local;
 pub(crate) mod memory;
+pub(crate) mod mergeable;
 pub(crate) mod no_checks;
 pub(crate) mod render;
 pub(crate) mod triggers;
@@ -51,6 +55,10 @@ pub(crate) struct CycleConversation {
     /// Bot pull requests whose failing checks upkeep stops working, found by a backlog cycle:
     /// the run says so on each (when not already said) and works something else.
     pub gave_up: Vec<fix::GiveUp>,
+    /// A conflicting bot pull request whose change the cycle makes again on the base's tip.
+    pub redo: Option<Box<mergeable::Redo>>,
+    /// Notes to leave on conflicting bot pull requests upkeep leaves as they are.
+    pub mergeable_notes: Vec<mergeable::Note>,
 }
 
 /// Whether the cycle has work, and what it knows.
@@ -65,6 +73,18 @@ pub(crate) enum CycleWork {
     Checks {
         report: Option<fix::ChecksReport>,
         plan: Box<fix::ChecksPlan>,
+    },
+    /// A conflicting bot pull request was rebased in the clone: the run publishes it (no model
+    /// is asked), and leaves the `notes` found on the way.
+    Rebased {
+        rebased: Box<mergeable::Rebased>,
+        notes: Vec<mergeable::Note>,
+    },
+    /// The pull request asked for no longer merges and upkeep leaves it as it is: the note is
+    /// left (when not left before) and the cycle ends.
+    Unmergeable {
+        note: Option<mergeable::Note>,
+        reason: String,
     },
 }
 
@@ -104,6 +124,38 @@ pub(crate) async fn for_cycle(
         if !waiting.is_empty() {
             follow_up::start(workspace, &auth, &waiting, &mut conversation).await?;
             return Ok(CycleWork::Work(Box::new(conversation)));
+        }
+        // No feedback waits: a conflict with the base comes before the checks (which do not
+        // run on a pull request that does not merge).
+        if feedback.pull_request.conflicts {
+            let candidate = mergeable::candidate_of(&feedback.pull_request);
+            let decision = mergeable::decide(forge, workspace, &auth, &config.identity, &candidate)
+                .await
+                .map_err(|error| match error {
+                    mergeable::DecideError::Forge(error) => ConversationError::Forge(error),
+                    mergeable::DecideError::Workspace(error) => ConversationError::Workspace(error),
+                })?;
+            match decision {
+                mergeable::Decision::Rebased(rebased) => {
+                    return Ok(CycleWork::Rebased {
+                        rebased: Box::new(rebased),
+                        notes: Vec::new(),
+                    });
+                }
+                mergeable::Decision::Redo(redo) => {
+                    conversation.redo = Some(redo);
+                    return Ok(CycleWork::Work(Box::new(conversation)));
+                }
+                mergeable::Decision::Leave(Some(note)) => {
+                    return Ok(CycleWork::Unmergeable {
+                        note: Some(note),
+                        reason: format!(
+                            "pull request #{number} no longer merges into its base and upkeep cannot bring it up to date; a human needs to look"
+                        ),
+                    });
+                }
+                mergeable::Decision::Leave(None) => {}
+            }
         }
         // No feedback waits: the pull request's checks may.
         let (report, plan) = fix::plan(
@@ -178,7 +230,35 @@ pub(crate) async fn for_cycle(
         if let Some((first, rest)) = waiting.split_first() {
             follow_up::start(workspace, &auth, first, &mut conversation).await?;
             conversation.feedback_waiting = rest.iter().map(|f| f.pull_request.number).collect();
-        } else {
+            return Ok(CycleWork::Work(Box::new(conversation)));
+        }
+        // After review feedback and before failing checks and new work: a bot pull request that
+        // no longer merges into its base.
+        let candidates = match mergeable::candidates(forge, base, &workable).await {
+            Ok(candidates) => candidates,
+            Err(error) => {
+                notice(&format!(
+                    "upkeep: could not list bot pull requests to keep them mergeable: {error}"
+                ));
+                Vec::new()
+            }
+        };
+        let scanned = mergeable::scan(forge, workspace, &auth, &config.identity, &candidates, notice).await;
+        conversation.mergeable_notes = scanned.notes;
+        match scanned.work {
+            Some(mergeable::Decision::Rebased(rebased)) => {
+                return Ok(CycleWork::Rebased {
+                    rebased: Box::new(rebased),
+                    notes: std::mem::take(&mut conversation.mergeable_notes),
+                });
+            }
+            Some(mergeable::Decision::Redo(redo)) => {
+                conversation.redo = Some(redo);
+                return Ok(CycleWork::Work(Box::new(conversation)));
+            }
+            Some(mergeable::Decision::Leave(_)) | None => {}
+        }
+        {
             // After review feedback and before new work: a bot pull request whose checks fail.
             let scanned = fix::scan(forge, &workable, settings, notice).await;
             conversation.gave_up = scanned.gave_up;

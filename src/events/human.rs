@@ -165,6 +165,17 @@ pub(super) fn render(scope: Scope, event: &Event) -> Option<String> {
         Event::FixAttempt { pr, attempt, max } => {
             format!("fixing the checks of pull request #{pr}: attempt {attempt} of {max}")
         }
+        Event::Rebased { branch, from, to, .. } => format!(
+            "rebased {} onto its base: {} → {}",
+            one_line(branch, 200),
+            from.get(..12).unwrap_or(from),
+            to.get(..12).unwrap_or(to)
+        ),
+        Event::Redo { branch, from, .. } => format!(
+            "making the change of {} again on the base (its head {} conflicts)",
+            one_line(branch, 200),
+            from.get(..12).unwrap_or(from)
+        ),
         Event::FleetFinished {
             repos,
             usage,

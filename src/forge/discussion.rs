@@ -133,6 +133,9 @@ pub struct PullRequestInfo {
     /// `open` or `closed`.
     pub state: String,
     pub merged: bool,
+    /// The forge computed that it no longer merges into its base (GitHub's `mergeable: false`,
+    /// `mergeable_state: "dirty"`); `false` while not known.
+    pub conflicts: bool,
 }
 
 /// Everything said on a pull request that a follow-up may act on.
@@ -332,6 +335,7 @@ mod tests {
                 base: String::new(),
                 state: "open".into(),
                 merged: false,
+                conflicts: false,
             },
             reviews: Vec::new(),
             threads: vec![thread],

@@ -102,4 +102,26 @@ impl Forge for DryRun {
         // Writes nothing; the run says what it would have written.
         Ok(None)
     }
+
+    async fn replace_branch(&self, _workspace: &Workspace, branch: &str, _lease: git2::Oid) -> Result<(), ForgeError> {
+        // Pushes nothing: the run says the branch was rebased in the clone only.
+        Err(ForgeError::Other(format!("dry run: {branch} was not pushed")))
+    }
+
+    async fn mergeable_notes(
+        &self,
+        pull: &super::mergeable::PullRequestRef,
+    ) -> Result<super::mergeable::MergeableNotes, ForgeError> {
+        self.inner.mergeable_notes(pull).await
+    }
+
+    async fn leave_note(
+        &self,
+        pull: &super::mergeable::PullRequestRef,
+        _commit: &str,
+        _marker: &str,
+        text: &str,
+    ) -> Result<Vec<String>, ForgeError> {
+        Ok(vec![format!("(dry run: would comment on {}) {text}", pull.branch)])
+    }
 }

@@ -9,9 +9,10 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 
+use super::mergeable::{MergeableNotes, PullRequestRef};
 use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, body_with_issue};
 use crate::repo::questions::LocalQuestion;
-use crate::repo::source::LocalSource;
+use crate::repo::source::{BranchUpdate, LocalSource};
 use crate::repo::{Workspace, WorkspaceError};
 
 #[derive(Debug)]
@@ -91,9 +92,15 @@ impl Forge for LocalForge {
             draft.title.trim(),
             body_with_issue(&draft.body, draft.issue).trim_end()
         );
+        let update = BranchUpdate {
+            branch: draft.branch.clone(),
+            description: Some(description),
+            task_key: draft.task_key.clone(),
+            lease: draft.lease,
+        };
         let existed = self
             .source
-            .publish(workspace, &draft.branch, &description, draft.task_key.as_deref())
+            .publish(workspace, update)
             .await
             .map_err(|error| match error {
                 WorkspaceError::Stopped(_) | WorkspaceError::UnsafeSource { .. } => ForgeError::Workspace(error),
@@ -135,5 +142,52 @@ impl Forge for LocalForge {
             ))
         })?;
         Ok(Some(line))
+    }
+
+    async fn replace_branch(&self, workspace: &Workspace, branch: &str, lease: git2::Oid) -> Result<(), ForgeError> {
+        let update = BranchUpdate {
+            branch: branch.to_owned(),
+            lease: Some(lease),
+            ..BranchUpdate::default()
+        };
+        self.source
+            .publish(workspace, update)
+            .await
+            .map(|_| ())
+            .map_err(|error| match error {
+                WorkspaceError::Stopped(_) | WorkspaceError::UnsafeSource { .. } => ForgeError::Workspace(error),
+                other => ForgeError::Other(format!(
+                    "writing {branch} into {}: {other}",
+                    self.source.path().display()
+                )),
+            })
+    }
+
+    async fn mergeable_notes(&self, pull: &PullRequestRef) -> Result<MergeableNotes, ForgeError> {
+        let markers = self
+            .source
+            .notes(&pull.branch)
+            .await
+            .map_err(|error| ForgeError::Other(format!("reading the notes on {}: {error}", pull.branch)))?;
+        Ok(MergeableNotes { markers })
+    }
+
+    async fn leave_note(
+        &self,
+        pull: &PullRequestRef,
+        _commit: &str,
+        marker: &str,
+        _text: &str,
+    ) -> Result<Vec<String>, ForgeError> {
+        // The local forge has no comments: the marker is kept beside the branch, and the run
+        // says the text on its output.
+        if marker.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.source
+            .add_note(&pull.branch, marker)
+            .await
+            .map_err(|error| ForgeError::Other(format!("recording a note on {}: {error}", pull.branch)))?;
+        Ok(Vec::new())
     }
 }

@@ -22,6 +22,7 @@ pub(crate) mod dry_run;
 pub mod fix_attempts;
 pub mod github;
 pub(crate) mod local;
+pub mod mergeable;
 pub(crate) mod none;
 pub mod task;
 
@@ -44,6 +45,10 @@ pub struct PullRequestDraft {
     /// The review did not pass within `--max-reviews` rounds: the pull request opens as a draft
     /// (where the forge has drafts), its body listing the unresolved findings.
     pub unreviewed: bool,
+    /// Set when the branch, re-done on the current base, replaces what the forge has: it is
+    /// replaced only while the forge's branch still points at this commit (a lease), so a
+    /// commit pushed meanwhile is never lost.
+    pub lease: Option<git2::Oid>,
 }
 
 /// A published (or, in a dry run, previewed) pull request.
@@ -300,6 +305,37 @@ pub trait Forge: Send + Sync {
     /// [`fix_attempts::count_fix_attempts`]). Forges without comments record none.
     async fn fix_attempts(&self, _number: u64) -> Result<fix_attempts::FixAttempts, ForgeError> {
         Ok(fix_attempts::FixAttempts::default())
+    }
+
+    /// Replaces the bot branch `branch` with the clone's (rebased) one while the forge's branch
+    /// still points at `lease` (DESIGN section 14, "Mergeable"). Forges that keep no branches
+    /// refuse.
+    async fn replace_branch(&self, _workspace: &Workspace, branch: &str, _lease: git2::Oid) -> Result<(), ForgeError> {
+        Err(ForgeError::Other(format!(
+            "the {} forge keeps no branch to replace ({branch})",
+            self.name()
+        )))
+    }
+
+    /// The bot's notes about keeping pull request `pull` mergeable ([`mergeable`]).
+    async fn mergeable_notes(
+        &self,
+        _pull: &mergeable::PullRequestRef,
+    ) -> Result<mergeable::MergeableNotes, ForgeError> {
+        Ok(mergeable::MergeableNotes::default())
+    }
+
+    /// Leaves a note on pull request `pull`: its first line is `marker`, read back by
+    /// [`Forge::mergeable_notes`]; `text` is for people. Returns where it went (empty when the
+    /// forge shows people nothing: the run says `text` itself).
+    async fn leave_note(
+        &self,
+        _pull: &mergeable::PullRequestRef,
+        _commit: &str,
+        _marker: &str,
+        _text: &str,
+    ) -> Result<Vec<String>, ForgeError> {
+        Ok(Vec::new())
     }
 }
 

@@ -27,6 +27,18 @@ pub(crate) struct BotBranch {
     pub task_key: Option<String>,
 }
 
+/// What [`LocalSource::publish`] writes: the workspace's `branch`, with `description` as its
+/// branch description and `task_key` beside it (both kept as they are when `description` is
+/// `None`: a rebase changes commits, not the pull request). With `lease`, the branch is moved
+/// only while the source's branch still points there.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BranchUpdate {
+    pub branch: String,
+    pub description: Option<String>,
+    pub task_key: Option<String>,
+    pub lease: Option<git2::Oid>,
+}
+
 /// The git config key, beside the branch description, that holds the task a bot branch is for
 /// (see [`crate::forge::task::task_key`]).
 const TASK_KEY_CONFIG: &str = "upkeeptask";
@@ -123,34 +135,22 @@ impl LocalSource {
         Ok(open)
     }
 
-    /// Writes the workspace's `branch` into the source, with `description` as its branch
-    /// description and `task_key` beside it, on a blocking thread. Returns whether the branch
+    /// Writes the workspace's branch into the source as `update` says, on a blocking thread. Returns whether the branch
     /// existed before. Refused when the branch is checked out in the source (moving it would
     /// desynchronise that work tree).
-    pub(crate) async fn publish(
-        &self,
-        workspace: &Workspace,
-        branch: &str,
-        description: &str,
-        task_key: Option<&str>,
-    ) -> Result<bool, WorkspaceError> {
+    pub(crate) async fn publish(&self, workspace: &Workspace, update: BranchUpdate) -> Result<bool, WorkspaceError> {
         let source = self.clone();
-        let (branch, description) = (branch.to_owned(), description.to_owned());
-        let task_key = task_key.map(str::to_owned);
         workspace
-            .run_blocking(move |workspace| {
-                source.publish_blocking(workspace, &branch, &description, task_key.as_deref())
-            })
+            .run_blocking(move |workspace| source.publish_blocking(workspace, &update))
             .await
     }
 
     pub(crate) fn publish_blocking(
         &self,
         workspace: &Workspace,
-        branch: &str,
-        description: &str,
-        task_key: Option<&str>,
+        update: &BranchUpdate,
     ) -> Result<bool, WorkspaceError> {
+        let branch = update.branch.as_str();
         if !branch.starts_with(BOT_BRANCH_PREFIX) {
             return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
         }
@@ -196,11 +196,22 @@ impl LocalSource {
             }
             writer.commit()?;
         }
-        if let Some(old) = source
+        let current = source
             .find_reference(&refname)
             .ok()
-            .and_then(|reference| reference.target())
-        {
+            .and_then(|reference| reference.target());
+        if let Some(lease) = update.lease.filter(|lease| current != Some(*lease)) {
+            // `--force-with-lease`: the branch moved since the clone read it; whatever was
+            // committed meanwhile is kept.
+            return Err(WorkspaceError::PushRejected {
+                branch: branch.to_owned(),
+                message: format!(
+                    "the branch moved since upkeep read it at {} (lease not held); nothing was written",
+                    &lease.to_string()[..12]
+                ),
+            });
+        }
+        if let Some(old) = current {
             refuse_dropping_others(&source, old, tip, &self.bot_email).map_err(|message| {
                 WorkspaceError::PushRejected {
                     branch: branch.to_owned(),
@@ -209,10 +220,13 @@ impl LocalSource {
             })?;
         }
         source.reference(&refname, tip, true, "upkeep: pull request")?;
+        let Some(description) = &update.description else {
+            return Ok(existed);
+        };
         let mut config = source.config()?;
         config.set_str(&format!("branch.{branch}.description"), description)?;
         let task = format!("branch.{branch}.{TASK_KEY_CONFIG}");
-        match task_key {
+        match &update.task_key {
             Some(key) => config.set_str(&task, key)?,
             // Gone already is fine.
             None => {
@@ -222,6 +236,49 @@ impl LocalSource {
         Ok(existed)
     }
 }
+
+impl LocalSource {
+    /// The notes upkeep kept beside bot branch `branch` (marker lines, oldest first).
+    pub(crate) async fn notes(&self, branch: &str) -> Result<Vec<String>, WorkspaceError> {
+        let (source, branch) = (self.clone(), branch.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let repo = source.open()?;
+            let config = repo.config()?.snapshot()?;
+            let mut notes = Vec::new();
+            if let Ok(mut entries) = config.multivar(&format!("branch.{branch}.{NOTE_CONFIG}"), None) {
+                while let Some(entry) = entries.next() {
+                    if let Ok(value) = entry?.value() {
+                        notes.push(value.to_owned());
+                    }
+                }
+            }
+            Ok(notes)
+        })
+        .await
+        .map_err(|join| WorkspaceError::Io(std::io::Error::other(join.to_string())))?
+    }
+
+    /// Keeps `note` (one line) beside bot branch `branch`, after the ones kept before.
+    pub(crate) async fn add_note(&self, branch: &str, note: &str) -> Result<(), WorkspaceError> {
+        if !branch.starts_with(BOT_BRANCH_PREFIX) {
+            return Err(WorkspaceError::NotABotBranch(branch.to_owned()));
+        }
+        let (source, branch, note) = (self.clone(), branch.to_owned(), note.replace(['\n', '\r'], " "));
+        tokio::task::spawn_blocking(move || {
+            let repo = source.open()?;
+            let mut config = repo.config()?;
+            // A pattern no value matches: the note is added, none replaced.
+            config.set_multivar(&format!("branch.{branch}.{NOTE_CONFIG}"), "^\\b$", &note)?;
+            Ok(())
+        })
+        .await
+        .map_err(|join| WorkspaceError::Io(std::io::Error::other(join.to_string())))?
+    }
+}
+
+/// The git config key, beside the branch description, that holds upkeep's notes about a bot
+/// branch (one value per note: see [`crate::forge::mergeable`]).
+const NOTE_CONFIG: &str = "upkeepnote";
 
 /// Refuses to move a bot branch from `old` to `new` when that would drop a commit someone other
 /// than the bot (author or committer other than `bot_email`) made.
@@ -254,4 +311,70 @@ fn refuse_dropping_others(repo: &Repository, old: git2::Oid, new: git2::Oid, bot
         "the branch has commits upkeep did not make ({}), and moving it would drop them, so it was left as it is; ask a human with ask_question",
         foreign.join("; ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    use super::{BranchUpdate, LocalSource};
+    use crate::repo::{CloneRequest, Identity, Stop, Workspace, WorkspaceError};
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let output = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=someone", "-c", "user.email=someone@example.com"])
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// A commit lands on the bot branch after the clone read it: the lease on the tip the clone
+    /// read is not held, nothing is written, and that commit stays.
+    #[test]
+    fn a_commit_made_meanwhile_breaks_the_lease_and_is_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path();
+        git(path, &["init", "-q", "-b", "main"]);
+        std::fs::write(path.join("README.md"), "hi\n").expect("write");
+        git(path, &["add", "-A"]);
+        git(path, &["commit", "-q", "-m", "start"]);
+        git(path, &["branch", "upkeep/tick", "main"]);
+        let read = git(path, &["rev-parse", "upkeep/tick"]);
+
+        let request = CloneRequest::new(path.to_str().expect("utf-8"), true);
+        let workspace = Workspace::clone_blocking(&request, &Stop::never()).expect("clone");
+        std::fs::write(workspace.root().join("NEW.md"), "redone\n").expect("write");
+        workspace
+            .commit_blocking("upkeep/tick", "Redo", &Identity::default(), &Default::default())
+            .expect("commit");
+
+        git(path, &["checkout", "-q", "upkeep/tick"]);
+        std::fs::write(path.join("MINE.md"), "the operator's\n").expect("write");
+        git(path, &["add", "-A"]);
+        // Another run's commit, by the bot: only the lease tells it from the tip the clone read.
+        let bot = format!("user.email={}", Identity::default().email);
+        git(path, &["-c", &bot, "commit", "-q", "-m", "meanwhile"]);
+        git(path, &["checkout", "-q", "main"]);
+        let meanwhile = git(path, &["rev-parse", "upkeep/tick"]);
+
+        let update = BranchUpdate {
+            branch: "upkeep/tick".into(),
+            lease: Some(git2::Oid::from_str(&read).expect("oid")),
+            ..BranchUpdate::default()
+        };
+        let error = LocalSource::new(path.to_path_buf())
+            .publish_blocking(&workspace, &update)
+            .expect_err("the lease is not held");
+        assert!(
+            matches!(&error, WorkspaceError::PushRejected { message, .. } if message.contains("lease not held")),
+            "{error}"
+        );
+        assert_eq!(git(path, &["rev-parse", "upkeep/tick"]), meanwhile, "kept");
+    }
 }

@@ -38,6 +38,8 @@ pub(super) enum CycleBrief {
         cycle: Box<Cycle>,
         /// Bot pull requests whose checks upkeep stops working: the run says so on each.
         gave_up: Vec<GiveUp>,
+        /// Conflicting bot pull requests upkeep leaves as they are: the run says so on each.
+        mergeable_notes: Vec<crate::conversation::mergeable::Note>,
     },
     /// Nothing to do, and why (no feedback waits on the pull request): no model is asked.
     Nothing(String),
@@ -45,6 +47,12 @@ pub(super) enum CycleBrief {
     Checks {
         report: Option<ChecksReport>,
         plan: Box<ChecksPlan>,
+    },
+    /// A conflicting pull request settled without a model (DESIGN section 14, "Mergeable"), in
+    /// the clone that decided it.
+    Mergeable {
+        work: Box<CycleWork>,
+        clone: Box<CycleClone>,
     },
 }
 
@@ -97,10 +105,15 @@ impl Run<'_> {
             .brief_cycle(number, clone, carried.resumed.as_ref(), opened)
             .await?
         {
-            CycleBrief::Ready { cycle, gave_up } => {
+            CycleBrief::Ready {
+                cycle,
+                gave_up,
+                mergeable_notes,
+            } => {
                 for give_up in gave_up {
                     self.say_gave_up(give_up, done).await;
                 }
+                self.leave_mergeable_notes(mergeable_notes).await;
                 cycle
             }
             CycleBrief::Nothing(reason) => {
@@ -113,7 +126,9 @@ impl Run<'_> {
                 }
                 return Ok(self.stop_on_checks(*plan, done).await);
             }
+            CycleBrief::Mergeable { work, clone } => return Ok(self.settle_mergeable(number, *work, &clone).await),
         };
+        self.emit_redo(number, &cycle.briefing);
         if let Some((pr, fix)) = cycle
             .briefing
             .continued
@@ -147,6 +162,7 @@ impl Run<'_> {
             if let Some(continued) = cycle.briefing.continued.as_ref() {
                 self.record_empty_fix_attempt(continued, &outcome).await;
             }
+            self.record_empty_redo(&cycle.briefing).await;
         }
         self.settle_answered_question(&outcome, carried).await;
         // Only a cycle that continuous mode follows with another keeps its clone; every other end
@@ -183,6 +199,12 @@ impl Run<'_> {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),
             CycleWork::Checks { report, plan } => return Ok(CycleBrief::Checks { report, plan }),
+            work @ (CycleWork::Rebased { .. } | CycleWork::Unmergeable { .. }) => {
+                return Ok(CycleBrief::Mergeable {
+                    work: Box::new(work),
+                    clone: Box::new(clone),
+                });
+            }
         };
         let briefing = brief(
             self.config,
@@ -209,6 +231,7 @@ impl Run<'_> {
                 briefing,
             }),
             gave_up: conversation.gave_up,
+            mergeable_notes: conversation.mergeable_notes,
         })
     }
 
@@ -286,6 +309,7 @@ impl Run<'_> {
             task_key: task_key.as_deref(),
             continued: briefing.continued.as_ref(),
             published: &published,
+            redo: briefing.redo.as_deref(),
         };
         let ctx = ToolContext {
             workspace,

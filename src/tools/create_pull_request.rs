@@ -123,10 +123,12 @@ impl Tool for CreatePullRequest {
         }
         let replies = replies(arguments.replies.unwrap_or_default(), ctx)?;
         let cycle_branch = scope.published.branch();
-        let branch = match scope.continued {
+        let branch = match (scope.continued, scope.redo) {
             // The pull request being continued takes the commit, whatever the title says.
-            Some(continued) => continued.branch.clone(),
-            None => BranchChoice {
+            (Some(continued), _) => continued.branch.clone(),
+            // So does the one whose change is made again on the base.
+            (None, Some(redo)) => redo.pull.branch.clone(),
+            (None, None) => BranchChoice {
                 cycle_branch: cycle_branch.as_deref(),
                 issue,
                 // Named after the title as written: what is made inert does not rename it.
@@ -191,6 +193,7 @@ impl Tool for CreatePullRequest {
             task_key,
             follow_up: scope.continued.map(|continued| continued.number),
             unreviewed,
+            lease: scope.redo.map(|redo| redo.lease),
         };
         match scope.forge.publish(workspace, &draft).await {
             Ok(mut pull_request) => {
@@ -205,6 +208,9 @@ impl Tool for CreatePullRequest {
                     .and_then(|continued| continued.fix.as_deref().map(|fix| (continued, fix)))
                 {
                     record_fix_attempt(ctx, scope, continued.number, fix, &draft.body, &mut pull_request).await;
+                }
+                if let Some(redo) = scope.redo {
+                    record_redo(ctx, scope, redo, &mut pull_request).await;
                 }
                 scope.published.record(pull_request.clone());
                 Ok(ToolOutput::PullRequest(pull_request))
@@ -267,6 +273,32 @@ async fn answer_review(
     match scope.forge.answer_feedback(&answer).await {
         Ok(posted) => pull_request.answers = posted,
         Err(error) => pull_request.answers = vec![format!("the review was not answered: {error}")],
+    }
+}
+
+/// Leaves the re-doing's note on the pull request after the re-done branch replaced the old
+/// one: its first line is the marker that counts the try, once per head commit it set out from.
+async fn record_redo(
+    ctx: &ToolContext<'_>,
+    scope: &PullRequestScope<'_>,
+    redo: &crate::conversation::mergeable::Redo,
+    pull_request: &mut crate::forge::PullRequest,
+) {
+    let commit = match ctx.workspace.head_commit().await {
+        Ok(commit) => commit.to_string(),
+        Err(error) => {
+            tracing::warn!("could not read the pushed commit: {error}");
+            return;
+        }
+    };
+    let marker =
+        crate::forge::mergeable::mergeable_marker(crate::forge::mergeable::NoteKind::Redo, &redo.lease.to_string());
+    let text = crate::conversation::mergeable::redo_comment(redo, &commit);
+    match scope.forge.leave_note(&redo.pull, &commit, &marker, &text).await {
+        Ok(posted) => pull_request.answers.extend(posted),
+        Err(error) => pull_request
+            .answers
+            .push(format!("the re-doing was not recorded on the pull request: {error}")),
     }
 }
 

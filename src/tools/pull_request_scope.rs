@@ -26,6 +26,9 @@ pub struct PullRequestScope<'a> {
     pub continued: Option<&'a ContinuedPullRequest>,
     /// Pull requests opened or updated in this cycle.
     pub published: &'a CyclePullRequests,
+    /// Set when the cycle makes a conflicting pull request's change again on the base (DESIGN
+    /// section 14, "Mergeable"): its branch takes the commit and is replaced with a lease.
+    pub(crate) redo: Option<&'a crate::conversation::mergeable::Redo>,
 }
 
 /// The pull requests one cycle opened or updated, in order; an update of one opened earlier in

@@ -10,6 +10,7 @@ mod agent_instructions;
 mod check_triggers;
 mod fix_cycles;
 mod memory;
+mod mergeable;
 mod no_checks;
 mod questions;
 mod review_follow_up;

@@ -177,3 +177,66 @@ fn a_merged_bot_branch_is_up_to_date_and_not_pushed() {
     assert_eq!(setup.rebase(FIRST), RebaseOutcome::UpToDate);
     assert_eq!(git(&setup.bare, &["rev-parse", FIRST]), before);
 }
+
+/// A local clone (`--forge local`) is shallow at `--depth` by a `shallow` file over the source's
+/// shared objects: fetching the whole branch must lift that cut, or the base's own history reads
+/// as commits on the bot branch (a human's, here: the TODO list's author) and nothing is rebased.
+#[test]
+fn a_shallow_local_clone_rebases_only_the_bot_commits() {
+    let setup = setup("third");
+    // The base moves on by two commits after the branches were made, so the cut at depth 1
+    // hides the merge base.
+    setup.work.write("NOTES.md", "one\n");
+    setup.work.commit("One note");
+    setup.work.write("NOTES.md", "one\ntwo\n");
+    setup.work.commit("Two notes");
+    let request = CloneRequest::new(setup.work.path().to_str().expect("utf-8"), true);
+    let workspace = Workspace::clone_blocking(&request, &Stop::never()).expect("clone");
+    let outcome = workspace
+        .rebase_in_clone_blocking(SECOND, &Identity::default(), &GitAuth::default())
+        .expect("rebase ran");
+    let RebaseOutcome::Rebased { commits, to, .. } = outcome else {
+        panic!("expected a rebase of the one bot commit, got {outcome:?}");
+    };
+    assert_eq!(commits, 1);
+    let repo = git2::Repository::open(workspace.git_dir()).expect("open");
+    let rebased = repo.find_commit(to).expect("commit");
+    let main = git(setup.work.path(), &["rev-parse", "main"]);
+    assert_eq!(rebased.parent_id(0).expect("parent").to_string(), main);
+}
+
+/// The base took one of the branch's commits on its own (a squash merge of an earlier pull
+/// request holding it): that commit brings nothing on the new base and is dropped, as
+/// `git rebase` drops it, instead of leaving an empty commit on the bot's branch.
+#[test]
+fn a_commit_the_base_already_holds_is_dropped_by_the_rebase() {
+    let work = TestRepo::new();
+    work.write("TODO.md", "- [ ] first\n- [ ] second\n");
+    work.commit("Add the TODO list");
+    work.git(&["checkout", "-q", "-b", SECOND, "main"]);
+    work.write("TODO.md", "- [x] first\n- [ ] second\n");
+    commit_as(work.path(), &bot_email(), "Tick first");
+    work.write("TODO.md", "- [x] first\n- [x] second\n");
+    commit_as(work.path(), &bot_email(), "Tick second");
+    work.git(&["checkout", "-q", "main"]);
+    work.write("TODO.md", "- [x] first\n- [ ] second\n");
+    work.commit("Tick first (squashed)");
+    let served = tempfile::tempdir().expect("tempdir");
+    let bare = served.path().join("o/r.git");
+    bare_copy(&work, &bare);
+    let server = GitHttpServer::start(served.path(), None);
+    let request = CloneRequest::new(format!("{}/o/r.git", server.url()), false);
+    let workspace = Workspace::clone_blocking(&request, &Stop::never()).expect("clone");
+    let outcome = workspace
+        .rebase_bot_branch_blocking(SECOND, &Identity::default(), &GitAuth::default())
+        .expect("rebase ran");
+    let RebaseOutcome::Rebased { commits, .. } = outcome else {
+        panic!("expected a rebase, got {outcome:?}");
+    };
+    assert_eq!(commits, 1);
+    assert_eq!(
+        git(&bare, &["rev-parse", &format!("{SECOND}~1")]),
+        git(&bare, &["rev-parse", "main"])
+    );
+    assert_eq!(git(&bare, &["log", "-1", "--format=%s", SECOND]), "Tick second");
+}

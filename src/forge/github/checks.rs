@@ -28,6 +28,7 @@ use crate::forge::checks::{
     status_verdict,
 };
 use crate::forge::fix_attempts::{FixAttempts, count_fix_attempts};
+use crate::forge::mergeable::{MergeableNotes, PullRequestRef};
 
 /// Check runs read at most (three pages of 100).
 pub(super) const MAX_CHECK_RUNS: usize = 300;
@@ -345,6 +346,43 @@ impl GitHubForge {
         let bot = self.bot_login().await;
         let comments = super::reviews::comments_of(items, bot);
         Ok(count_fix_attempts(&comments))
+    }
+
+    /// The bot's mergeable notes on pull request `pull` (its own comments' markers, read as
+    /// [`GitHubForge::read_fix_attempts`] reads the fix attempts').
+    pub(super) async fn read_mergeable_notes(&self, pull: &PullRequestRef) -> Result<MergeableNotes, ForgeError> {
+        let Some(number) = pull.number else {
+            return Ok(MergeableNotes::default());
+        };
+        let operation = format!("reading the comments of pull request #{number}");
+        let route = self.route(&format!("/issues/{number}/comments?per_page=100"));
+        let items = self.api.list(&operation, route, MAX_COMMENTS_READ).await?;
+        let bot = self.bot_login().await;
+        let comments = super::reviews::comments_of(items, bot);
+        Ok(MergeableNotes::from_comments(&comments))
+    }
+
+    /// Comments `text` on pull request `pull`, `marker` (when any) its first line.
+    pub(super) async fn comment_note(
+        &self,
+        pull: &PullRequestRef,
+        commit: &str,
+        marker: &str,
+        text: &str,
+    ) -> Result<Vec<String>, ForgeError> {
+        let Some(number) = pull.number else {
+            return Ok(Vec::new());
+        };
+        self.answer(&crate::forge::FeedbackAnswer {
+            pull_request: number,
+            commit: commit.to_owned(),
+            replies: Vec::new(),
+            summary: Some(match marker {
+                "" => text.to_owned(),
+                marker => format!("{marker}\n{text}"),
+            }),
+        })
+        .await
     }
 }
 

@@ -27,6 +27,13 @@ pub(super) struct PullJson {
     pub merged_at: Option<String>,
     #[serde(default)]
     pub closed_at: Option<String>,
+    /// Whether it merges into its base; `null` while GitHub computes it (only the single pull
+    /// request's answer has it).
+    #[serde(default)]
+    pub mergeable: Option<bool>,
+    /// `dirty` when it conflicts with its base.
+    #[serde(default)]
+    pub mergeable_state: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

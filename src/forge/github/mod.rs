@@ -329,6 +329,27 @@ impl Forge for GitHubForge {
         self.read_fix_attempts(number).await
     }
 
+    async fn replace_branch(&self, workspace: &Workspace, branch: &str, lease: git2::Oid) -> Result<(), ForgeError> {
+        self.replace_with_lease(workspace, branch, lease).await
+    }
+
+    async fn mergeable_notes(
+        &self,
+        pull: &crate::forge::mergeable::PullRequestRef,
+    ) -> Result<crate::forge::mergeable::MergeableNotes, ForgeError> {
+        self.read_mergeable_notes(pull).await
+    }
+
+    async fn leave_note(
+        &self,
+        pull: &crate::forge::mergeable::PullRequestRef,
+        commit: &str,
+        marker: &str,
+        text: &str,
+    ) -> Result<Vec<String>, ForgeError> {
+        self.comment_note(pull, commit, marker, text).await
+    }
+
     async fn commit_time(&self, sha: &str) -> Result<Option<jiff::Timestamp>, ForgeError> {
         self.read_commit_time(sha).await
     }

@@ -43,7 +43,11 @@ impl GitHubForge {
         if let Some(existing) = &existing {
             self.refuse_overwriting_others(existing.number).await?;
         }
-        workspace.push(&draft.branch, &auth).await?;
+        match draft.lease {
+            // Re-done on the current base: replaces the branch only while it is what was read.
+            Some(lease) => workspace.push_with_lease(&draft.branch, &auth, lease).await?,
+            None => workspace.push(&draft.branch, &auth).await?,
+        }
 
         let mut body = body_with_issue(&draft.body, draft.issue);
         if let Some(key) = &draft.task_key {
@@ -126,6 +130,24 @@ impl GitHubForge {
             "pull request #{number} has commits upkeep did not make ({}), and updating it would force-push over them, so nothing was pushed. Ask a human with ask_question; a maintainer can have upkeep build on them with --pr {number}",
             foreign.join("; ")
         )))
+    }
+
+    /// Replaces bot branch `branch` with the clone's while GitHub's still points at `lease`.
+    pub(super) async fn replace_with_lease(
+        &self,
+        workspace: &Workspace,
+        branch: &str,
+        lease: git2::Oid,
+    ) -> Result<(), ForgeError> {
+        let Some(token) = &self.token else {
+            return Err(ForgeError::Auth(
+                "GITHUB_TOKEN (or GH_TOKEN) is not set; pushing to GitHub needs it".into(),
+            ));
+        };
+        let auth = GitAuth {
+            token: Some(token.clone()),
+        };
+        Ok(workspace.push_with_lease(branch, &auth, lease).await?)
     }
 
     /// The number of the open pull request of this repository whose head is `branch`, if one

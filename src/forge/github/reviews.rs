@@ -89,6 +89,8 @@ impl GitHubForge {
             base: pull.base.as_ref().map(|base| base.ref_name.clone()).unwrap_or_default(),
             state: pull.state.clone(),
             merged: pull.merged_at.is_some(),
+            // `false` only once GitHub computed it: a `null` while it computes is "not known".
+            conflicts: pull.mergeable == Some(false) || pull.mergeable_state.as_deref() == Some("dirty"),
             title: pull.title,
             url: pull.html_url,
         };

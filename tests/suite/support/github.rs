@@ -160,6 +160,16 @@ impl FakeGitHub {
         });
     }
 
+    /// Sets fields of pull request `number` as GitHub would report them (e.g. `mergeable`).
+    pub fn set_pull_fields(&self, number: u64, fields: Value) {
+        self.with(|s| {
+            let pull = s.pulls.get_mut(&number).expect("the pull request exists");
+            for (key, value) in fields.as_object().expect("an object") {
+                pull[key] = value.clone();
+            }
+        });
+    }
+
     /// A submitted review; returns its id.
     pub fn add_review(&self, pull: u64, login: &str, association: &str, state: &str, body: &str, at: &str) -> u64 {
         self.with(|s| {
