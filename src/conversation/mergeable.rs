@@ -5,7 +5,8 @@
 //! Guarantees:
 //! - Only a pull request the forge says conflicts (GitHub's `mergeable: false`; a `null` while
 //!   GitHub computes it is "not now"), or, on the local forge, a bot branch whose test merge in
-//!   the clone conflicts, is touched; and the clone's own test merge must conflict too.
+//!   the clone conflicts, is touched (a clean test merge in the clone does not overrule
+//!   GitHub's `false`: its merge may see what libgit2's does not).
 //! - Only the bot's commits are ever rewritten: with a human's commit on the branch upkeep says
 //!   so once per head commit and leaves it ([`NoteKind::HumanCommits`]).
 //! - A rebase that applies is published with a lease on the tip it rebased (by the run); one
