@@ -148,6 +148,7 @@ pub(crate) async fn brief(
                 title: pull_request.title.clone(),
                 url: pull_request.url.clone(),
                 task_key: pull_request.task_key.clone(),
+                head_sha: None,
             });
         }
     }

@@ -93,12 +93,19 @@ async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeStat
     // or that no check appeared on it (the notes' markers, read like the fix attempts: from
     // the bot's own comments only). A pull request whose comments cannot be read is left out
     // of that list, not the dashboard.
+    // A note about an earlier head commit no longer holds once someone pushed: only a note on
+    // the current head counts (any note, where the forge does not say the head).
     let mut needs_human = Vec::new();
     let mut no_checks = Vec::new();
-    for number in open.iter().filter_map(|pr| pr.number).take(MAX_READ_FOR_NOTES) {
+    let numbered = open.iter().filter_map(|pr| Some((pr.number?, pr.head_sha.as_deref())));
+    for (number, head) in numbered.take(MAX_READ_FOR_NOTES) {
+        let on_head = |said: &[String]| {
+            said.iter()
+                .any(|sha| head.is_none_or(|head| sha.eq_ignore_ascii_case(head)))
+        };
         match forge.fix_attempts(number).await {
-            Ok(attempts) if !attempts.gave_up_on.is_empty() => needs_human.push(number),
-            Ok(attempts) if !attempts.no_checks_on.is_empty() => no_checks.push(number),
+            Ok(attempts) if on_head(&attempts.gave_up_on) => needs_human.push(number),
+            Ok(attempts) if on_head(&attempts.no_checks_on) => no_checks.push(number),
             Ok(_) => {}
             Err(error) => tracing::warn!("could not read the comments of pull request #{number}: {error}"),
         }
@@ -109,7 +116,7 @@ async fn read_state(forge: &dyn Forge, plan: &DashboardPlan) -> Result<ForgeStat
             branch: String::new(),
         };
         match forge.mergeable_notes(&pull).await {
-            Ok(notes) if notes.needs_human() && !needs_human.contains(&number) => needs_human.push(number),
+            Ok(notes) if notes.needs_human(head) && !needs_human.contains(&number) => needs_human.push(number),
             Ok(_) => {}
             Err(error) => tracing::warn!("could not read the comments of pull request #{number}: {error}"),
         }

@@ -41,6 +41,7 @@ fn the_dashboard_lists_work_without_copying_forge_text() {
     };
     let state = ForgeState {
         open: vec![OpenPullRequest {
+            head_sha: None,
             number: Some(12),
             branch: "upkeep/12-fix-typo".into(),
             title: "@everyone look <img src=x>".into(),
@@ -121,13 +122,14 @@ fn control_characters_in_the_error_reach_the_dashboard_escaped() {
     assert_eq!(code("a\rb\nc"), "`a b c`");
 }
 
-fn open_pull_request(number: u64, branch: &str) -> OpenPullRequest {
+fn open_pull_request(number: u64, branch: &str, head: char) -> OpenPullRequest {
     OpenPullRequest {
         number: Some(number),
         branch: branch.into(),
         title: "t".into(),
         url: format!("https://github.com/o/r/pull/{number}"),
         task_key: None,
+        head_sha: Some(head.to_string().repeat(40)),
     }
 }
 
@@ -182,9 +184,11 @@ impl Forge for Notes {
 async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
     let forge = Notes {
         open: vec![
-            open_pull_request(12, "upkeep/12-fix-typo"),
-            open_pull_request(13, "upkeep/13-add-docs"),
-            open_pull_request(14, "upkeep/14-rename"),
+            open_pull_request(12, "upkeep/12-fix-typo", 'a'),
+            open_pull_request(13, "upkeep/13-add-docs", 'b'),
+            open_pull_request(14, "upkeep/14-rename", 'e'),
+            // upkeep gave up on an earlier head; someone pushed since, so it is not listed.
+            open_pull_request(15, "upkeep/15-tidy", 'd'),
         ],
         attempts: vec![
             (
@@ -198,6 +202,13 @@ async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
                 13,
                 crate::forge::fix_attempts::FixAttempts {
                     no_checks_on: vec!["b".repeat(40)],
+                    ..Default::default()
+                },
+            ),
+            (
+                15,
+                crate::forge::fix_attempts::FixAttempts {
+                    gave_up_on: vec!["c".repeat(40)],
                     ..Default::default()
                 },
             ),
@@ -227,6 +238,7 @@ async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
         "{needing}"
     );
     assert!(!needing.contains("#14"), "{needing}");
+    assert!(!needing.contains("#15"), "{needing}");
 }
 
 /// A forge whose open pull requests carry the bot's mergeable notes, read as the dashboard does.
@@ -239,7 +251,8 @@ impl Forge for NotedForge {
     }
 
     async fn open_pull_requests(&self, _base: &str) -> Result<Vec<OpenPullRequest>, crate::forge::ForgeError> {
-        Ok([4, 5, 6]
+        // #7's head moved on since upkeep's note (on `abc`).
+        Ok([4, 5, 6, 7]
             .into_iter()
             .map(|number| OpenPullRequest {
                 number: Some(number),
@@ -247,6 +260,7 @@ impl Forge for NotedForge {
                 title: "x".into(),
                 url: String::new(),
                 task_key: None,
+                head_sha: Some(if number == 7 { "def" } else { "abc" }.into()),
             })
             .collect())
     }
@@ -276,6 +290,7 @@ impl Forge for NotedForge {
             Some(4) => Some(NoteKind::HumanCommits),
             Some(5) => Some(NoteKind::Redo),
             Some(6) => Some(NoteKind::GaveUp),
+            Some(7) => Some(NoteKind::HumanCommits),
             _ => None,
         };
         Ok(crate::forge::mergeable::MergeableNotes {

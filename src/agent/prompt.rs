@@ -264,6 +264,7 @@ mod tests {
             title: "Fix typo".into(),
             url: "https://github.com/o/r/pull/4".into(),
             task_key: None,
+            head_sha: None,
         }];
         let prompt = CyclePrompt {
             repo: "o/r",

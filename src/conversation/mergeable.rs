@@ -346,7 +346,9 @@ mod tests {
             leave_once(&said, NoteKind::GaveUp, &candidate, &sha, "stop".into()),
             Decision::Leave(None)
         ));
-        assert!(said.needs_human());
+        assert!(said.needs_human(None));
+        assert!(said.needs_human(Some(&sha)));
+        assert!(!said.needs_human(Some(&"c".repeat(40))), "a note on an earlier head");
         assert!(matches!(
             leave_once(&said, NoteKind::HumanCommits, &candidate, &sha, "human".into()),
             Decision::Leave(Some(_))

@@ -82,6 +82,7 @@ impl Forge for LocalForge {
                 url: self.url(&branch.name),
                 branch: branch.name,
                 title: branch.title,
+                head_sha: None,
             })
             .collect())
     }

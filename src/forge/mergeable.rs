@@ -67,14 +67,18 @@ impl MergeableNotes {
         }
     }
 
-    /// Whether the bot said it leaves the pull request to a human (on any head commit).
-    pub(crate) fn needs_human(&self) -> bool {
-        let said = |kind: NoteKind| format!("{MERGEABLE_MARKER} {} ", kind.word());
-        self.markers.iter().any(|marker| {
-            [NoteKind::HumanCommits, NoteKind::GaveUp]
-                .into_iter()
-                .any(|kind| marker.starts_with(&said(kind)))
-        })
+    /// Whether the bot said it leaves the pull request to a human: about head commit `head`, or
+    /// about any when the head is not known.
+    pub(crate) fn needs_human(&self, head: Option<&str>) -> bool {
+        [NoteKind::HumanCommits, NoteKind::GaveUp]
+            .into_iter()
+            .any(|kind| match head {
+                Some(head) => self.has(kind, head),
+                None => {
+                    let said = format!("{MERGEABLE_MARKER} {} ", kind.word());
+                    self.markers.iter().any(|marker| marker.starts_with(&said))
+                }
+            })
     }
 
     /// Whether the bot left a note of `kind` about head commit `sha`.

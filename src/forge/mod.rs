@@ -81,6 +81,10 @@ pub struct OpenPullRequest {
     /// The task the pull request was opened for, from the marker in its body.
     #[serde(skip)]
     pub task_key: Option<String>,
+    /// Its head commit, where the forge says: notes upkeep left about an earlier head no
+    /// longer describe it. Not shown to the model.
+    #[serde(skip)]
+    pub head_sha: Option<String>,
 }
 
 /// The author of a comment that is a question upkeep itself asked; the prompt shows such a

@@ -92,6 +92,7 @@ mod tests {
             title: "t".into(),
             url: "u".into(),
             task_key: task_key.map(str::to_owned),
+            head_sha: None,
         }
     }
 

@@ -240,6 +240,7 @@ impl Forge for GitHubForge {
                 branch: pull.head.ref_name,
                 title: pull.title,
                 url: pull.html_url,
+                head_sha: Some(pull.head.sha).filter(|sha| !sha.is_empty()),
             })
             .collect())
     }
