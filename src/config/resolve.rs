@@ -28,7 +28,7 @@ use crate::kinds::{ForgeKind, ProviderKind, StructuredOutputMode};
 use crate::repo::Identity;
 use crate::settings::ConfigError;
 
-/// The command line's errors, as [`Config::resolve`] reports them, without reading anything
+/// The command line's errors, as [`super::Config::resolve`] reports them, without reading anything
 /// the run starts from (the event, the repository's questions): what every repository of a
 /// fleet shares.
 pub(crate) fn check_command_line(args: &RunArgs) -> Result<(), ConfigError> {
