@@ -22,10 +22,10 @@ use serde_json::{Value, json};
 
 use super::http::{Endpoint, secret_header};
 use super::openai::{model, versioned_base_url};
-use super::reply_form::{self, ReplyForm, StructuredOutput};
+use super::reply_form::{self, StructuredOutput};
 use super::schema;
 use super::stream::{self, Accumulator, Framing, Step};
-use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
+use super::{Completion, CompletionRequest, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::settings::{ConfigError, ProviderSettings};
 
 const NAME: &str = "anthropic";
@@ -101,6 +101,29 @@ impl Anthropic {
         }
         body
     }
+}
+
+/// A text content block, with a cache breakpoint after it when `cache` is set.
+fn text_block(text: &str, cache: bool) -> Value {
+    let mut block = json!({"type": "text", "text": text});
+    if cache {
+        block["cache_control"] = json!({"type": "ephemeral"});
+    }
+    block
+}
+
+#[async_trait]
+impl reply_form::SchemaOrInstruction for Anthropic {
+    const NAME: &'static str = NAME;
+    const REFUSAL_MARKERS: &'static [&'static str] = SCHEMA_REFUSAL_MARKERS;
+
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    fn structured_output(&self) -> &StructuredOutput {
+        &self.structured
+    }
 
     async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
         let body = self.body(request, structured);
@@ -119,35 +142,6 @@ impl Anthropic {
             Reply::default(),
         )
         .await
-    }
-}
-
-/// A text content block, with a cache breakpoint after it when `cache` is set.
-fn text_block(text: &str, cache: bool) -> Value {
-    let mut block = json!({"type": "text", "text": text});
-    if cache {
-        block["cache_control"] = json!({"type": "ephemeral"});
-    }
-    block
-}
-
-#[async_trait]
-impl Provider for Anthropic {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        self.structured
-            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |form| {
-                let request = &request;
-                async move { self.exchange(request, form == ReplyForm::JsonSchema).await }
-            })
-            .await
     }
 }
 

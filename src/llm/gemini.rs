@@ -18,10 +18,10 @@ use serde_json::{Value, json};
 
 use super::http::{Endpoint, secret_header};
 use super::openai::{model, versioned_base_url};
-use super::reply_form::{self, ReplyForm, StructuredOutput};
+use super::reply_form::{self, StructuredOutput};
 use super::schema;
 use super::stream::{self, Accumulator, Framing, Step};
-use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
+use super::{Completion, CompletionRequest, ProviderError, Role, StopReason, Usage, UsageReport};
 use crate::settings::{ConfigError, ProviderSettings};
 
 const NAME: &str = "gemini";
@@ -107,6 +107,20 @@ impl Gemini {
         body["generationConfig"] = generation_config;
         body
     }
+}
+
+#[async_trait]
+impl reply_form::SchemaOrInstruction for Gemini {
+    const NAME: &'static str = NAME;
+    const REFUSAL_MARKERS: &'static [&'static str] = SCHEMA_REFUSAL_MARKERS;
+
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    fn structured_output(&self) -> &StructuredOutput {
+        &self.structured
+    }
 
     async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
         let body = self.body(request, structured);
@@ -122,26 +136,6 @@ impl Gemini {
             Reply::default(),
         )
         .await
-    }
-}
-
-#[async_trait]
-impl Provider for Gemini {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        self.structured
-            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |form| {
-                let request = &request;
-                async move { self.exchange(request, form == ReplyForm::JsonSchema).await }
-            })
-            .await
     }
 }
 

@@ -14,11 +14,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::http::Endpoint;
-use super::openai::{base_url, model};
-use super::reply_form::{self, ReplyForm, StructuredOutput};
+use super::openai::{base_url, chat_messages, model};
+use super::reply_form::{self, StructuredOutput};
 use super::schema;
 use super::stream::{self, Accumulator, Framing, Step};
-use super::{Completion, CompletionRequest, Provider, ProviderError, Role, StopReason, Usage, UsageReport};
+use super::{Completion, CompletionRequest, ProviderError, StopReason, Usage, UsageReport};
 use crate::settings::{ConfigError, ProviderSettings};
 
 const NAME: &str = "ollama";
@@ -56,17 +56,7 @@ impl Ollama {
     }
 
     fn body(&self, request: &CompletionRequest<'_>, structured: bool) -> Value {
-        let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        if !request.system.is_empty() {
-            messages.push(json!({"role": "system", "content": request.system}));
-        }
-        for message in request.messages {
-            let role = match message.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            messages.push(json!({"role": role, "content": message.content}));
-        }
+        let messages = chat_messages(request);
         let format = if structured {
             schema::ollama(request.reply_schema)
         } else {
@@ -87,6 +77,20 @@ impl Ollama {
             "options": options,
         })
     }
+}
+
+#[async_trait]
+impl reply_form::SchemaOrInstruction for Ollama {
+    const NAME: &'static str = NAME;
+    const REFUSAL_MARKERS: &'static [&'static str] = SCHEMA_REFUSAL_MARKERS;
+
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    fn structured_output(&self) -> &StructuredOutput {
+        &self.structured
+    }
 
     async fn exchange(&self, request: &CompletionRequest<'_>, structured: bool) -> Result<Completion, ProviderError> {
         let body = self.body(request, structured);
@@ -99,26 +103,6 @@ impl Ollama {
             Reply::default(),
         )
         .await
-    }
-}
-
-#[async_trait]
-impl Provider for Ollama {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    async fn complete(&self, request: CompletionRequest<'_>) -> Result<Completion, ProviderError> {
-        self.structured
-            .send_with_fallback(NAME, SCHEMA_REFUSAL_MARKERS, |form| {
-                let request = &request;
-                async move { self.exchange(request, form == ReplyForm::JsonSchema).await }
-            })
-            .await
     }
 }
 

@@ -110,17 +110,7 @@ impl OpenAi {
     }
 
     fn body(&self, request: &CompletionRequest<'_>, form: ReplyForm) -> Value {
-        let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        if !request.system.is_empty() {
-            messages.push(json!({"role": "system", "content": request.system}));
-        }
-        for message in request.messages {
-            let role = match message.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            messages.push(json!({"role": role, "content": message.content}));
-        }
+        let messages = chat_messages(request);
         let mut body = json!({"model": self.model, "messages": messages, "stream": true});
         if let Some(cap) = request.reply_cap(self.max_reply_tokens) {
             body[self.cap_field] = json!(cap);
@@ -193,6 +183,23 @@ impl OpenAi {
             other => other,
         }
     }
+}
+
+/// The conversation as chat messages, the system prompt first: the shape OpenAI's chat
+/// completions and Ollama's chat API share.
+pub(super) fn chat_messages(request: &CompletionRequest<'_>) -> Vec<Value> {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    for message in request.messages {
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        messages.push(json!({"role": role, "content": message.content}));
+    }
+    messages
 }
 
 #[async_trait]

@@ -164,6 +164,49 @@ impl StructuredOutput {
     }
 }
 
+/// A provider that asks for its reply with the API's own schema form where the server takes it,
+/// and with the instruction alone after a refusal (Anthropic, Gemini, Ollama): its [`super::Provider`]
+/// is this one, so the three cannot differ in how they step down.
+#[async_trait::async_trait]
+pub(crate) trait SchemaOrInstruction: Send + Sync {
+    /// The provider's name, as events and errors give it.
+    const NAME: &'static str;
+    /// What its servers answer when they refuse a schema.
+    const REFUSAL_MARKERS: &'static [&'static str];
+
+    fn model_name(&self) -> &str;
+
+    /// The form the run asks in now.
+    fn structured_output(&self) -> &StructuredOutput;
+
+    /// One request, with the reply schema (`structured`) or the instruction alone.
+    async fn exchange(
+        &self,
+        request: &super::CompletionRequest<'_>,
+        structured: bool,
+    ) -> Result<super::Completion, super::ProviderError>;
+}
+
+#[async_trait::async_trait]
+impl<T: SchemaOrInstruction> super::Provider for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn model(&self) -> &str {
+        self.model_name()
+    }
+
+    async fn complete(&self, request: super::CompletionRequest<'_>) -> Result<super::Completion, super::ProviderError> {
+        self.structured_output()
+            .send_with_fallback(T::NAME, T::REFUSAL_MARKERS, |form| {
+                let request = &request;
+                async move { self.exchange(request, form == ReplyForm::JsonSchema).await }
+            })
+            .await
+    }
+}
+
 #[cfg(test)]
 #[path = "reply_form_tests.rs"]
 mod tests;

@@ -133,7 +133,12 @@ fn model_entry<'v>(models: &'v Value, model: &str) -> Option<&'v Value> {
 }
 
 async fn get_json(client: &reqwest::Client, url: &str, api_key: Option<&SecretString>) -> Option<Value> {
-    let mut request = client.get(url).timeout(ASK_TIMEOUT);
+    json_answer(client.get(url).timeout(ASK_TIMEOUT), api_key).await
+}
+
+/// The JSON a server answers `request` with, the key sent as a bearer token; `None` on any
+/// failure (what is asked here only improves a run, so nothing here may stop it).
+async fn json_answer(mut request: reqwest::RequestBuilder, api_key: Option<&SecretString>) -> Option<Value> {
     if let Some(key) = api_key {
         request = request.header(
             reqwest::header::AUTHORIZATION,
@@ -150,21 +155,11 @@ async fn get_json(client: &reqwest::Client, url: &str, api_key: Option<&SecretSt
 /// Tokens llama-server's tokenizer counts in `text`; `None` on any failure.
 pub(crate) async fn count_tokens(url: &str, text: &str, api_key: Option<&SecretString>) -> Option<u64> {
     let client = http_client("openai", TOKENIZE_TIMEOUT).ok()?;
-    let mut request = client
+    let request = client
         .post(url)
         .timeout(TOKENIZE_TIMEOUT)
         .json(&json!({"content": text}));
-    if let Some(key) = api_key {
-        request = request.header(
-            reqwest::header::AUTHORIZATION,
-            secret_header("openai", "Bearer ", key).ok()?,
-        );
-    }
-    let response = request.send().await.ok()?;
-    if !response.status().is_success() {
-        return None;
-    }
-    let body: Value = response.json().await.ok()?;
+    let body = json_answer(request, api_key).await?;
     Some(body.get("tokens")?.as_array()?.len() as u64)
 }
 
