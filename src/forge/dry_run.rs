@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::{
     ClosedPullRequest, DashboardUpdate, FeedbackAnswer, Forge, ForgeError, OpenPullRequest, PullRequest,
-    PullRequestActivity, PullRequestDraft, PullRequestFeedback, TaskIssue, render_preview,
+    PullRequestActivity, PullRequestDraft, PullRequestFeedback, TaskIssue,
 };
 use crate::repo::Workspace;
 
@@ -36,16 +36,11 @@ impl Forge for DryRun {
 
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
         let diff = workspace.diff_from_base().await?;
-        Ok(PullRequest {
-            url: format!("(dry run: not pushed) {}", draft.branch),
-            number: None,
-            branch: draft.branch.clone(),
-            title: draft.title.clone(),
-            updated: false,
-            preview: Some(render_preview(draft, &diff)),
-            answers: Vec::new(),
-            task_key: None,
-        })
+        Ok(PullRequest::preview(
+            format!("(dry run: not pushed) {}", draft.branch),
+            draft,
+            &diff,
+        ))
     }
 
     async fn post_question(&self, issue: Option<u64>, _question: &str) -> Result<Option<String>, ForgeError> {

@@ -71,6 +71,23 @@ pub struct PullRequest {
     pub answers: Vec<String>,
 }
 
+impl PullRequest {
+    /// A pull request that was not sent anywhere (a dry run, `--forge none`): `url` says where
+    /// the work is instead, and the preview shows what would have been sent.
+    pub(crate) fn preview(url: String, draft: &PullRequestDraft, diff: &str) -> Self {
+        PullRequest {
+            url,
+            number: None,
+            branch: draft.branch.clone(),
+            title: draft.title.clone(),
+            updated: false,
+            preview: Some(render_preview(draft, diff)),
+            answers: Vec::new(),
+            task_key: None,
+        }
+    }
+}
+
 /// One of the bot's own open pull requests, shown to the model so it does not redo work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OpenPullRequest {

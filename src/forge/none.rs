@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft, render_preview};
+use super::{Forge, ForgeError, OpenPullRequest, PullRequest, PullRequestDraft};
 use crate::repo::Workspace;
 
 #[derive(Debug, Default)]
@@ -22,19 +22,11 @@ impl Forge for NoForge {
 
     async fn publish(&self, workspace: &Workspace, draft: &PullRequestDraft) -> Result<PullRequest, ForgeError> {
         let diff = workspace.diff_from_base().await?;
-        Ok(PullRequest {
-            url: format!(
-                "(not published, --forge none: committed on {} in the temporary clone, which is removed at the end of the run unless --keep-clone DIR keeps a copy)",
-                draft.branch
-            ),
-            number: None,
-            branch: draft.branch.clone(),
-            title: draft.title.clone(),
-            updated: false,
-            preview: Some(render_preview(draft, &diff)),
-            answers: Vec::new(),
-            task_key: None,
-        })
+        let url = format!(
+            "(not published, --forge none: committed on {} in the temporary clone, which is removed at the end of the run unless --keep-clone DIR keeps a copy)",
+            draft.branch
+        );
+        Ok(PullRequest::preview(url, draft, &diff))
     }
 
     async fn post_question(&self, _issue: Option<u64>, _question: &str) -> Result<Option<String>, ForgeError> {
