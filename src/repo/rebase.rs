@@ -26,13 +26,13 @@ use git2::{Oid, Repository, Signature};
 
 use super::git::{BOT_BRANCH_PREFIX, GitAuth, Identity, PushMode, Workspace, WorkspaceError};
 
-/// What [`Workspace::rebase_bot_branch`] did.
+/// What [`Workspace::rebase_bot_branch_blocking`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RebaseOutcome {
     /// The branch already contains its base's tip, or the base already holds every commit (or
     /// every change) of the branch: nothing to do.
     UpToDate,
-    /// The branch was rebased onto the base's tip (and, by [`Workspace::rebase_bot_branch`],
+    /// The branch was rebased onto the base's tip (and, by [`Workspace::rebase_bot_branch_blocking`],
     /// pushed); `commits` were brought over, those whose change the base holds dropped.
     Rebased { from: Oid, to: Oid, commits: usize },
     /// Someone other than the bot committed to the branch: left untouched.
@@ -66,18 +66,6 @@ pub struct ForeignCommit {
 }
 
 impl Workspace {
-    /// [`Workspace::rebase_bot_branch_blocking`] on a blocking thread.
-    pub async fn rebase_bot_branch(
-        &self,
-        branch: &str,
-        bot: &Identity,
-        auth: &GitAuth,
-    ) -> Result<RebaseOutcome, WorkspaceError> {
-        let (branch, bot, auth) = (branch.to_owned(), bot.clone(), auth.clone());
-        self.run_blocking(move |workspace| workspace.rebase_bot_branch_blocking(&branch, &bot, &auth))
-            .await
-    }
-
     /// Rebases the remote's `branch` onto the remote's base branch when only `bot` committed to
     /// it, and pushes it with a lease; on success the work tree is on the rebased branch.
     pub fn rebase_bot_branch_blocking(

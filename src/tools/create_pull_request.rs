@@ -200,17 +200,24 @@ impl Tool for CreatePullRequest {
                 // What the pull request carries is saved: `finish` may end the cycle now.
                 workspace.mark_saved(commit);
                 pull_request.task_key = draft.task_key.clone();
-                if let Some(continued) = scope.continued.filter(|continued| continued.review) {
-                    answer_review(ctx, scope, continued, &replies, &draft.body, &mut pull_request).await;
-                }
-                if let Some((continued, fix)) = scope
-                    .continued
-                    .and_then(|continued| continued.fix.as_deref().map(|fix| (continued, fix)))
-                {
-                    record_fix_attempt(ctx, scope, continued.number, fix, &draft.body, &mut pull_request).await;
-                }
-                if let Some(redo) = scope.redo {
-                    record_redo(ctx, scope, redo, &mut pull_request).await;
+                // What is said on the pull request names the commit that was pushed.
+                match workspace.head_commit().await.map(|pushed| pushed.to_string()) {
+                    Ok(pushed) => {
+                        if let Some(continued) = scope.continued.filter(|continued| continued.review) {
+                            answer_review(scope, continued, &replies, &draft.body, &pushed, &mut pull_request).await;
+                        }
+                        if let Some((continued, fix)) = scope
+                            .continued
+                            .and_then(|continued| continued.fix.as_deref().map(|fix| (continued, fix)))
+                        {
+                            let number = continued.number;
+                            record_fix_attempt(scope, number, fix, &draft.body, &pushed, &mut pull_request).await;
+                        }
+                        if let Some(redo) = scope.redo {
+                            record_redo(scope, redo, &pushed, &mut pull_request).await;
+                        }
+                    }
+                    Err(error) => tracing::warn!("could not read the pushed commit: {error}"),
                 }
                 scope.published.record(pull_request.clone());
                 Ok(ToolOutput::PullRequest(pull_request))
@@ -255,21 +262,14 @@ fn replies(replies: Vec<ReviewReply>, ctx: &ToolContext<'_>) -> Result<Vec<(u64,
 /// Answers the review after the follow-up commit was pushed. A failure to post is reported in
 /// the call's result but does not undo the push (the commit is there for the maintainers).
 async fn answer_review(
-    ctx: &ToolContext<'_>,
     scope: &PullRequestScope<'_>,
     continued: &crate::forge::ContinuedPullRequest,
     replies: &[(u64, String)],
     body: &str,
+    commit: &str,
     pull_request: &mut crate::forge::PullRequest,
 ) {
-    let commit = match ctx.workspace.head_commit().await {
-        Ok(commit) => commit.to_string(),
-        Err(error) => {
-            tracing::warn!("could not read the pushed commit: {error}");
-            return;
-        }
-    };
-    let answer = crate::conversation::follow_up::answer(continued, replies, body, &commit);
+    let answer = crate::conversation::follow_up::answer(continued, replies, body, commit);
     match scope.forge.answer_feedback(&answer).await {
         Ok(posted) => pull_request.answers = posted,
         Err(error) => pull_request.answers = vec![format!("the review was not answered: {error}")],
@@ -279,22 +279,15 @@ async fn answer_review(
 /// Leaves the re-doing's note on the pull request after the re-done branch replaced the old
 /// one: its first line is the marker that counts the try, once per head commit it set out from.
 async fn record_redo(
-    ctx: &ToolContext<'_>,
     scope: &PullRequestScope<'_>,
     redo: &crate::conversation::mergeable::Redo,
+    commit: &str,
     pull_request: &mut crate::forge::PullRequest,
 ) {
-    let commit = match ctx.workspace.head_commit().await {
-        Ok(commit) => commit.to_string(),
-        Err(error) => {
-            tracing::warn!("could not read the pushed commit: {error}");
-            return;
-        }
-    };
     let marker =
         crate::forge::mergeable::mergeable_marker(crate::forge::mergeable::NoteKind::Redo, &redo.lease.to_string());
-    let text = crate::conversation::mergeable::redo_comment(redo, &commit);
-    match scope.forge.leave_note(&redo.pull, &commit, &marker, &text).await {
+    let text = crate::conversation::mergeable::redo_comment(redo, commit);
+    match scope.forge.leave_note(&redo.pull, commit, &marker, &text).await {
         Ok(posted) => pull_request.answers.extend(posted),
         Err(error) => pull_request
             .answers
@@ -306,24 +299,17 @@ async fn record_redo(
 /// is the attempt's marker, so every worker counts the attempt from the forge. A failure to post
 /// is reported in the call's result but does not undo the push.
 async fn record_fix_attempt(
-    ctx: &ToolContext<'_>,
     scope: &PullRequestScope<'_>,
     number: u64,
     fix: &crate::conversation::fix::FixCycle,
     body: &str,
+    commit: &str,
     pull_request: &mut crate::forge::PullRequest,
 ) {
-    let commit = match ctx.workspace.head_commit().await {
-        Ok(commit) => commit.to_string(),
-        Err(error) => {
-            tracing::warn!("could not read the pushed commit: {error}");
-            return;
-        }
-    };
     let answer = crate::forge::FeedbackAnswer {
         pull_request: number,
-        summary: Some(crate::conversation::fix::attempt_comment(fix, &commit, body)),
-        commit,
+        summary: Some(crate::conversation::fix::attempt_comment(fix, commit, body)),
+        commit: commit.to_owned(),
         replies: Vec::new(),
     };
     match scope.forge.answer_feedback(&answer).await {
