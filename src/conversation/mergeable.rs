@@ -33,6 +33,8 @@ pub(crate) const MAX_REDO_CHANGE_BYTES: usize = 16 * 1024;
 pub(crate) struct Candidate {
     pub pull: PullRequestRef,
     pub title: String,
+    /// Where people open it.
+    pub url: String,
     /// The forge computed that it conflicts (GitHub): a clean test merge in the clone does not
     /// overrule that (GitHub's merge may see what libgit2's does not), and a rebase of the
     /// bot's own commits is harmless.
@@ -43,6 +45,8 @@ pub(crate) struct Candidate {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Rebased {
     pub pull: PullRequestRef,
+    pub title: String,
+    pub url: String,
     pub from: Oid,
     pub to: Oid,
     pub commits: usize,
@@ -114,6 +118,7 @@ pub(crate) async fn candidates(
                 branch: open.branch,
             },
             title: open.title,
+            url: open.url,
             forge_says_conflicts: false,
         })
         .collect())
@@ -126,6 +131,7 @@ pub(crate) fn candidate_of(pull: &crate::forge::PullRequestInfo) -> Candidate {
             branch: pull.branch.clone(),
         },
         title: pull.title.clone(),
+        url: pull.url.clone(),
         forge_says_conflicts: pull.conflicts,
     }
 }
@@ -184,6 +190,8 @@ pub(crate) async fn decide(
         RebaseOutcome::UpToDate => Ok(Decision::Leave(None)),
         RebaseOutcome::Rebased { from, to, commits } => Ok(Decision::Rebased(Rebased {
             pull: candidate.pull.clone(),
+            title: candidate.title.clone(),
+            url: candidate.url.clone(),
             from,
             to,
             commits,
@@ -331,6 +339,7 @@ mod tests {
         let candidate = Candidate {
             pull: redo("").pull,
             title: "t".into(),
+            url: String::new(),
             forge_says_conflicts: true,
         };
         let sha = "b".repeat(40);

@@ -126,7 +126,9 @@ impl Run<'_> {
                 }
                 return Ok(self.stop_on_checks(*plan, done).await);
             }
-            CycleBrief::Mergeable { work, clone } => return Ok(self.settle_mergeable(number, *work, &clone).await),
+            CycleBrief::Mergeable { work, clone } => {
+                return Ok(self.settle_mergeable(number, *work, &clone, done).await);
+            }
         };
         self.emit_redo(number, &cycle.briefing);
         if let Some((pr, fix)) = cycle

@@ -13,17 +13,24 @@ use crate::outcome::Outcome;
 use crate::repo::Workspace;
 
 use super::clones::CycleClone;
+use super::record::CycleRecord;
 use super::shared::Run;
 
 impl Run<'_> {
     /// Ends a cycle whose work was a conflicting pull request that no model is asked about:
     /// `work` is [`CycleWork::Rebased`] or [`CycleWork::Unmergeable`].
-    pub(super) async fn settle_mergeable(&self, cycle: u32, work: CycleWork, clone: &CycleClone) -> Outcome {
+    pub(super) async fn settle_mergeable(
+        &self,
+        cycle: u32,
+        work: CycleWork,
+        clone: &CycleClone,
+        done: &mut CycleRecord,
+    ) -> Outcome {
         let (workspace, forge) = (&clone.workspace, self.forge.as_ref());
         match work {
             CycleWork::Rebased { rebased, notes } => {
                 self.leave_mergeable_notes(notes).await;
-                self.publish_rebase(cycle, &rebased, workspace, forge).await
+                self.publish_rebase(cycle, &rebased, workspace, forge, done).await
             }
             CycleWork::Unmergeable { note, reason } => {
                 self.leave_mergeable_notes(note.into_iter().collect()).await;
@@ -35,7 +42,14 @@ impl Run<'_> {
         }
     }
 
-    async fn publish_rebase(&self, cycle: u32, rebased: &Rebased, workspace: &Workspace, forge: &dyn Forge) -> Outcome {
+    async fn publish_rebase(
+        &self,
+        cycle: u32,
+        rebased: &Rebased,
+        workspace: &Workspace,
+        forge: &dyn Forge,
+        done: &mut CycleRecord,
+    ) -> Outcome {
         let branch = &rebased.pull.branch;
         if let Err(error) = forge.replace_branch(workspace, branch, rebased.from).await {
             // The lease not held (a commit pushed meanwhile) lands here too: nothing was replaced.
@@ -58,6 +72,31 @@ impl Run<'_> {
                 to: rebased.to.to_string(),
             },
         );
+        // The pull request was updated: it is reported like one a cycle's model updated.
+        let updated = crate::forge::PullRequest {
+            url: rebased.url.clone(),
+            number: rebased.pull.number,
+            branch: branch.clone(),
+            title: rebased.title.clone(),
+            updated: true,
+            task_key: None,
+            preview: None,
+            answers: Vec::new(),
+        };
+        self.events.emit(
+            Scope {
+                cycle: Some(cycle),
+                turn: None,
+            },
+            Event::PullRequest {
+                url: updated.url.clone(),
+                number: updated.number,
+                branch: updated.branch.clone(),
+                title: updated.title.clone(),
+                updated: true,
+            },
+        );
+        done.pull_requests.push(updated);
         let text = rebased_comment(rebased);
         match forge
             .leave_note(&rebased.pull, &rebased.to.to_string(), "", &text)

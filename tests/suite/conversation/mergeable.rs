@@ -299,6 +299,17 @@ async fn a_conflicting_bot_pull_request_is_rebased_and_pushed_with_a_lease() {
         ),
         (Some(3), Some(before.as_str()), Some(after.as_str()))
     );
+    // The pull request was updated, as the outcome says: the run reports it like any other.
+    let updated = out.events_of("pull_request");
+    assert_eq!(updated.len(), 1, "{updated:?}");
+    assert_eq!(
+        (updated[0]["number"].as_u64(), updated[0]["updated"].as_bool()),
+        (Some(3), Some(true))
+    );
+    assert!(
+        updated[0]["url"].as_str().is_some_and(|url| url.ends_with("/pull/3")),
+        "{updated:?}"
+    );
     let comments = bot_comments(&hub);
     assert_eq!(comments.len(), 1, "{comments:#?}");
     assert!(
