@@ -127,7 +127,7 @@ impl Run<'_> {
                 return Ok(self.stop_on_checks(*plan, done).await);
             }
             CycleBrief::Mergeable { work, clone } => {
-                return Ok(self.settle_mergeable(number, *work, &clone, done).await);
+                return self.settle_mergeable(number, *work, &clone, done).await;
             }
         };
         self.emit_redo(number, &cycle.briefing);

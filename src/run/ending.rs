@@ -43,6 +43,14 @@ pub(super) enum RunFailure {
     /// Counting the pull requests `pr_limit` and `pr_hourly_limit` hold back.
     #[error("checking pr_limit and pr_hourly_limit")]
     Limits(#[source] ForgeError),
+    /// A bot pull request rebased in the clone whose branch the forge did not replace (a lease
+    /// broken by a push meanwhile, a protected branch, the network).
+    #[error("{pull} was rebased in the clone but not pushed")]
+    Rebase {
+        pull: String,
+        #[source]
+        source: ForgeError,
+    },
     /// The conversation on the forge refused the cycle's work after the first cycle.
     #[error("{0}")]
     Refused(String),

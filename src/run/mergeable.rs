@@ -13,6 +13,7 @@ use crate::outcome::Outcome;
 use crate::repo::Workspace;
 
 use super::clones::CycleClone;
+use super::ending::{RunError, RunFailure};
 use super::record::CycleRecord;
 use super::shared::Run;
 
@@ -25,7 +26,7 @@ impl Run<'_> {
         work: CycleWork,
         clone: &CycleClone,
         done: &mut CycleRecord,
-    ) -> Outcome {
+    ) -> Result<Outcome, RunError> {
         let (workspace, forge) = (&clone.workspace, self.forge.as_ref());
         match work {
             CycleWork::Rebased { rebased, notes } => {
@@ -35,10 +36,10 @@ impl Run<'_> {
             CycleWork::Unmergeable { note, reason } => {
                 self.leave_mergeable_notes(note.into_iter().collect()).await;
                 self.events.alert(&format!("upkeep: {reason}"));
-                Outcome::NoTasks
+                Ok(Outcome::NoTasks)
             }
             // Not reached: other work is a cycle's or another ending's.
-            _ => Outcome::NoTasks,
+            _ => Ok(Outcome::NoTasks),
         }
     }
 
@@ -49,15 +50,16 @@ impl Run<'_> {
         workspace: &Workspace,
         forge: &dyn Forge,
         done: &mut CycleRecord,
-    ) -> Outcome {
+    ) -> Result<Outcome, RunError> {
         let branch = &rebased.pull.branch;
-        if let Err(error) = forge.replace_branch(workspace, branch, rebased.from).await {
-            // The lease not held (a commit pushed meanwhile) lands here too: nothing was replaced.
-            self.events.alert(&format!(
-                "upkeep: {} was rebased in the clone but not pushed: {error}",
-                describe(&rebased.pull)
-            ));
-            return Outcome::Completed;
+        if let Err(source) = forge.replace_branch(workspace, branch, rebased.from).await {
+            // The lease not held (a commit pushed meanwhile) lands here too: nothing was replaced,
+            // and the run says it failed rather than end green with nothing pushed (the next
+            // run decides again from what the branch holds then).
+            return Err(RunError::Failure(RunFailure::Rebase {
+                pull: describe(&rebased.pull),
+                source,
+            }));
         }
         workspace.mark_saved(rebased.to);
         self.events.emit(
@@ -112,7 +114,7 @@ impl Run<'_> {
                 describe(&rebased.pull)
             )),
         }
-        Outcome::PullRequest
+        Ok(Outcome::PullRequest)
     }
 
     /// Leaves each note on its pull request (its marker first), and says it to people: the

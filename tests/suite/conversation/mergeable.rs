@@ -320,6 +320,30 @@ async fn a_conflicting_bot_pull_request_is_rebased_and_pushed_with_a_lease() {
     hub.assert_conformant();
 }
 
+/// The server refuses the rebased branch (a hook here; a lease broken by a push meanwhile or a
+/// branch protection the same way): the run says it failed, exit 1, rather than ending green
+/// with nothing pushed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rebase_the_server_refuses_ends_the_run_as_an_error() {
+    let hub = conflicting_pull_request(BOT_EMAIL).await;
+    let before = git(hub.bare(), &["rev-parse", BRANCH]);
+    let hook = hub.bare().join("hooks").join("pre-receive");
+    std::fs::create_dir_all(hook.parent().expect("hooks dir")).expect("hooks dir");
+    std::fs::write(&hook, "#!/bin/sh\necho 'protected branch' >&2\nexit 1\n").expect("hook");
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let out = hub
+        .upkeep(&["--pr", "3", "--replay"])
+        .args([Script::new(&[finish("no_tasks")]).path()])
+        .run_async()
+        .await;
+    out.assert_code(1);
+    assert_eq!(outcome(&out), "error", "{}", out.stderr);
+    assert!(out.stderr.contains("not pushed"), "{}", out.stderr);
+    assert_eq!(git(hub.bare(), &["rev-parse", BRANCH]), before, "nothing replaced");
+    assert!(out.events_of("rebased").is_empty());
+    assert!(bot_comments(&hub).is_empty(), "no comment claims a rebase");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_conflicting_pull_request_with_a_human_commit_gets_one_comment_and_no_push() {
     let hub = conflicting_pull_request("maintainer@example.com").await;
