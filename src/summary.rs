@@ -42,6 +42,9 @@ pub struct FixAttemptReport {
     pub max: u32,
     /// upkeep stopped working this pull request's checks: a human needs to look.
     pub gave_up: bool,
+    /// Why it stopped, for people (it may name checks, which the forge named).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 impl RunSummary {

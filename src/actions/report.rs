@@ -221,9 +221,15 @@ pub(crate) fn job_summary(summary: &RunSummary, context: &RunContext) -> String 
         text.push_str("\n#### Fix attempts\n\n");
         for fix in &summary.fix_attempts {
             if fix.gave_up {
+                // The reason may name checks, which the forge named: escaped like any forge text.
+                let why = fix
+                    .why
+                    .as_deref()
+                    .map(|why| format!(" ({})", escape_markdown(why)))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     text,
-                    "- #{}: gave up after {} of {} fix attempts; a human needs to look",
+                    "- #{}: stopped after {} of {} fix attempts{why}; a human needs to look",
                     fix.pr, fix.attempt, fix.max
                 );
             } else {

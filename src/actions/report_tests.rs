@@ -114,6 +114,7 @@ fn summary_for(outcome: Outcome) -> RunSummary {
             attempt: 3,
             max: 3,
             gave_up: true,
+            why: Some("3 fix attempts were made, max_fix_attempts is 3".into()),
         }),
     }
     summary
@@ -137,17 +138,30 @@ fn fix_attempts_are_an_output_and_a_section_of_the_summary() {
             attempt: 2,
             max: 3,
             gave_up: false,
+            why: None,
         },
         crate::summary::FixAttemptReport {
             pr: 5,
             attempt: 3,
             max: 3,
             gave_up: true,
+            why: Some("the checks fail the same way as before fix attempt 2".into()),
+        },
+        // No check ever reported: no attempt was made. The reason names a check the forge
+        // named, which must not render as a link.
+        crate::summary::FixAttemptReport {
+            pr: 6,
+            attempt: 0,
+            max: 3,
+            gave_up: true,
+            why: Some("[lint](https://evil.example) lost its runner".into()),
         },
     ];
     assert_eq!(
         output(&summary).as_deref(),
-        Some(r#"[{"pr":3,"attempt":2,"max":3,"gave_up":false},{"pr":5,"attempt":3,"max":3,"gave_up":true}]"#)
+        Some(
+            r#"[{"pr":3,"attempt":2,"max":3,"gave_up":false},{"pr":5,"attempt":3,"max":3,"gave_up":true,"why":"the checks fail the same way as before fix attempt 2"},{"pr":6,"attempt":0,"max":3,"gave_up":true,"why":"[lint](https://evil.example) lost its runner"}]"#
+        )
     );
     let context = RunContext {
         repo: "octo/widgets".into(),
@@ -156,9 +170,11 @@ fn fix_attempts_are_an_output_and_a_section_of_the_summary() {
     };
     let text = job_summary(&summary, &context);
     assert!(
-        text.contains("#### Fix attempts\n\n- #3: fix attempt 2 of 3\n- #5: gave up after 3 of 3 fix attempts; a human needs to look\n"),
+        text.contains("#### Fix attempts\n\n- #3: fix attempt 2 of 3\n- #5: stopped after 3 of 3 fix attempts (the checks fail the same way as before fix attempt 2); a human needs to look\n"),
         "{text}"
     );
+    assert!(text.contains("- #6: stopped after 0 of 3 fix attempts ("), "{text}");
+    assert!(!text.contains("[lint](https"), "a link from forge text: {text}");
 }
 
 /// The job summary of every outcome, as a reader of the workflow run sees it.

@@ -86,6 +86,7 @@ impl Run<'_> {
             attempt: give_up.made,
             max: give_up.max,
             gave_up: true,
+            why: Some(give_up.reason.clone()),
         });
         if let Some(note) = give_up.note {
             let answer = crate::forge::FeedbackAnswer {

@@ -155,6 +155,7 @@ impl Run<'_> {
                 attempt: fix.attempt.attempt,
                 max: fix.max,
                 gave_up: false,
+                why: None,
             });
         }
 
