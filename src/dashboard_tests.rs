@@ -133,10 +133,13 @@ fn open_pull_request(number: u64, branch: &str, head: char) -> OpenPullRequest {
     }
 }
 
-/// A forge with open bot pull requests and the notes the bot left on them.
+/// A forge with open bot pull requests and the notes the bot left on them: about their
+/// checks (`attempts`) and about keeping them mergeable (`mergeable`: the kind, on head `abc`).
+#[derive(Default)]
 struct Notes {
     open: Vec<OpenPullRequest>,
     attempts: Vec<(u64, crate::forge::fix_attempts::FixAttempts)>,
+    mergeable: Vec<(u64, crate::forge::mergeable::NoteKind)>,
 }
 
 #[async_trait::async_trait]
@@ -176,6 +179,19 @@ impl Forge for Notes {
             .map(|(_, attempts)| attempts.clone())
             .unwrap_or_default())
     }
+
+    async fn mergeable_notes(
+        &self,
+        pull: &crate::forge::mergeable::PullRequestRef,
+    ) -> Result<crate::forge::mergeable::MergeableNotes, crate::forge::ForgeError> {
+        let markers = self
+            .mergeable
+            .iter()
+            .filter(|(number, _)| Some(*number) == pull.number)
+            .map(|(_, kind)| crate::forge::mergeable::mergeable_marker(*kind, "abc"))
+            .collect();
+        Ok(crate::forge::mergeable::MergeableNotes { markers })
+    }
 }
 
 /// A pull request on whose head the bot said no check appeared is listed as needing a human,
@@ -213,6 +229,7 @@ async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
                 },
             ),
         ],
+        ..Notes::default()
     };
     let plan = DashboardPlan {
         base: "main".into(),
@@ -241,64 +258,6 @@ async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
     assert!(!needing.contains("#15"), "{needing}");
 }
 
-/// A forge whose open pull requests carry the bot's mergeable notes, read as the dashboard does.
-struct NotedForge;
-
-#[async_trait::async_trait]
-impl Forge for NotedForge {
-    fn name(&self) -> &'static str {
-        "github"
-    }
-
-    async fn open_pull_requests(&self, _base: &str) -> Result<Vec<OpenPullRequest>, crate::forge::ForgeError> {
-        // #7's head moved on since upkeep's note (on `abc`).
-        Ok([4, 5, 6, 7]
-            .into_iter()
-            .map(|number| OpenPullRequest {
-                number: Some(number),
-                branch: format!("upkeep/{number}-x"),
-                title: "x".into(),
-                url: String::new(),
-                task_key: None,
-                head_sha: Some(if number == 7 { "def" } else { "abc" }.into()),
-            })
-            .collect())
-    }
-
-    async fn publish(
-        &self,
-        _workspace: &crate::repo::Workspace,
-        _draft: &crate::forge::PullRequestDraft,
-    ) -> Result<PullRequest, crate::forge::ForgeError> {
-        Err(crate::forge::ForgeError::Other("not here".into()))
-    }
-
-    async fn post_question(
-        &self,
-        _issue: Option<u64>,
-        _question: &str,
-    ) -> Result<Option<String>, crate::forge::ForgeError> {
-        Ok(None)
-    }
-
-    async fn mergeable_notes(
-        &self,
-        pull: &crate::forge::mergeable::PullRequestRef,
-    ) -> Result<crate::forge::mergeable::MergeableNotes, crate::forge::ForgeError> {
-        use crate::forge::mergeable::{NoteKind, mergeable_marker};
-        let kind = match pull.number {
-            Some(4) => Some(NoteKind::HumanCommits),
-            Some(5) => Some(NoteKind::Redo),
-            Some(6) => Some(NoteKind::GaveUp),
-            Some(7) => Some(NoteKind::HumanCommits),
-            _ => None,
-        };
-        Ok(crate::forge::mergeable::MergeableNotes {
-            markers: kind.map(|kind| mergeable_marker(kind, "abc")).into_iter().collect(),
-        })
-    }
-}
-
 /// A human's commits on a conflicting pull request, or a re-doing that did not help, make it
 /// one needing a human; a re-doing alone does not.
 #[tokio::test]
@@ -312,6 +271,24 @@ async fn pull_requests_upkeep_cannot_keep_mergeable_need_a_human() {
             schedules: Vec::new(),
         },
     };
-    let state = read_state(&NotedForge, &plan).await.expect("read");
+    use crate::forge::mergeable::NoteKind;
+    let forge = Notes {
+        // #7's head moved on since upkeep's note (on `abc`).
+        open: [4, 5, 6, 7]
+            .into_iter()
+            .map(|number| OpenPullRequest {
+                head_sha: Some(if number == 7 { "def" } else { "abc" }.into()),
+                ..open_pull_request(number, &format!("upkeep/{number}-x"), 'a')
+            })
+            .collect(),
+        mergeable: vec![
+            (4, NoteKind::HumanCommits),
+            (5, NoteKind::Redo),
+            (6, NoteKind::GaveUp),
+            (7, NoteKind::HumanCommits),
+        ],
+        ..Notes::default()
+    };
+    let state = read_state(&forge, &plan).await.expect("read");
     assert_eq!(state.needs_human, [4, 6]);
 }

@@ -262,6 +262,15 @@ async fn conflicting_pull_request(email: &str) -> FakeGitHub {
     hub
 }
 
+/// `upkeep run --pr 3` with a model that would only say there is nothing to do: what a run
+/// does about a conflict needs no model.
+async fn run_pull_request_3(hub: &FakeGitHub) -> RunOutput {
+    hub.upkeep(&["--pr", "3", "--replay"])
+        .args([Script::new(&[finish("no_tasks")]).path()])
+        .run_async()
+        .await
+}
+
 fn bot_comments(hub: &FakeGitHub) -> Vec<String> {
     hub.issue_comments(3)
         .into_iter()
@@ -274,11 +283,7 @@ fn bot_comments(hub: &FakeGitHub) -> Vec<String> {
 async fn a_conflicting_bot_pull_request_is_rebased_and_pushed_with_a_lease() {
     let hub = conflicting_pull_request(BOT_EMAIL).await;
     let before = git(hub.bare(), &["rev-parse", BRANCH]);
-    let out = hub
-        .upkeep(&["--pr", "3", "--replay"])
-        .args([Script::new(&[finish("no_tasks")]).path()])
-        .run_async()
-        .await;
+    let out = run_pull_request_3(&hub).await;
     out.assert_code(0);
     assert_eq!(outcome(&out), "pull_request", "{}", out.stderr);
     let after = git(hub.bare(), &["rev-parse", BRANCH]);
@@ -331,11 +336,7 @@ async fn a_rebase_the_server_refuses_ends_the_run_as_an_error() {
     std::fs::create_dir_all(hook.parent().expect("hooks dir")).expect("hooks dir");
     std::fs::write(&hook, "#!/bin/sh\necho 'protected branch' >&2\nexit 1\n").expect("hook");
     std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
-    let out = hub
-        .upkeep(&["--pr", "3", "--replay"])
-        .args([Script::new(&[finish("no_tasks")]).path()])
-        .run_async()
-        .await;
+    let out = run_pull_request_3(&hub).await;
     out.assert_code(1);
     assert_eq!(outcome(&out), "error", "{}", out.stderr);
     assert!(out.stderr.contains("not pushed"), "{}", out.stderr);
@@ -349,11 +350,7 @@ async fn a_conflicting_pull_request_with_a_human_commit_gets_one_comment_and_no_
     let hub = conflicting_pull_request("maintainer@example.com").await;
     let before = git(hub.bare(), &["rev-parse", BRANCH]);
     for _ in 0..2 {
-        let out = hub
-            .upkeep(&["--pr", "3", "--replay"])
-            .args([Script::new(&[finish("no_tasks")]).path()])
-            .run_async()
-            .await;
+        let out = run_pull_request_3(&hub).await;
         out.assert_code(0);
         assert_eq!(outcome(&out), "no_tasks", "{}", out.stderr);
     }
@@ -421,11 +418,7 @@ async fn a_pull_request_whose_mergeability_is_still_computed_is_left_for_later()
     let hub = conflicting_pull_request(BOT_EMAIL).await;
     hub.set_pull_fields(3, json!({"mergeable": null, "mergeable_state": "unknown"}));
     let before = git(hub.bare(), &["rev-parse", BRANCH]);
-    let out = hub
-        .upkeep(&["--pr", "3", "--replay"])
-        .args([Script::new(&[finish("no_tasks")]).path()])
-        .run_async()
-        .await;
+    let out = run_pull_request_3(&hub).await;
     out.assert_code(0);
     assert_eq!(git(hub.bare(), &["rev-parse", BRANCH]), before, "no push");
     assert!(out.events_of("rebased").is_empty());
