@@ -181,11 +181,17 @@ pub fn run(args: &InitArgs) -> ExitStatus {
 /// `dir`. Checks every file before writing any, and creates each with `create_new`, so a file
 /// that appears meanwhile is not overwritten either.
 pub fn init(dir: &Path) -> Result<Written, InitError> {
+    // The repository's CI workflows go into the checks trigger (a directory that cannot be
+    // opened is reported by `write_files`, which opens it again).
+    let ci = open_work_tree_root(dir)
+        .map(|root| crate::ci_workflows::ci_workflow_names(&root))
+        .unwrap_or_default();
+    let workflow = crate::ci_workflows::with_ci_workflows(pinned(WORKFLOW_TEMPLATE)?, &ci);
     write_files(
         dir,
         &[
             (REPO_CONFIG_FILE, CONFIG_TEMPLATE.to_owned(), Presence::Required),
-            (WORKFLOW_FILE, pinned(WORKFLOW_TEMPLATE)?, Presence::Required),
+            (WORKFLOW_FILE, workflow, Presence::Required),
             (DEPENDABOT_FILE, DEPENDABOT_TEMPLATE.to_owned(), Presence::Optional),
         ],
     )

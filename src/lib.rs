@@ -12,6 +12,7 @@
 pub(crate) mod actions;
 pub mod agent;
 pub(crate) mod briefing;
+pub(crate) mod ci_workflows;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -67,6 +67,56 @@ fn init_writes_the_config_and_the_workflow() {
     run_replay(Upkeep::new(), &repo, &script, &[]).assert_code(0);
 }
 
+/// The repository's CI workflows are named in the `workflow_run` trigger, so upkeep hears their
+/// failures without the user editing the list: a workflow that runs on pull requests or branch
+/// pushes counts; a tag-only release, one without a name, upkeep's own and one that does not
+/// parse do not. A name that could break the YAML stays one quoted string.
+#[test]
+fn init_names_the_repositorys_ci_workflows_in_the_checks_trigger() {
+    let repo = TestRepo::new();
+    let workflows = repo.path().join(".github/workflows");
+    std::fs::create_dir_all(&workflows).expect("workflows dir");
+    let write = |name: &str, text: &str| std::fs::write(workflows.join(name), text).expect("workflow");
+    write(
+        "ci.yml",
+        "name: Tests & lint\non: [push, pull_request]\njobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n      - run: make test\n",
+    );
+    write(
+        "docs.yaml",
+        "name: 'Docs: build, \"check\" ] #1'\non:\n  pull_request:\n    paths: [docs/**]\njobs: {}\n",
+    );
+    write(
+        "release.yml",
+        "name: Release\non:\n  push:\n    tags: ['v*']\njobs: {}\n",
+    );
+    write("nameless.yml", "on: pull_request\njobs: {}\n");
+    write("broken.yml", "name: [unclosed\non: pull_request\n");
+    write("nightly.yml", "name: upkeep\non: pull_request\njobs: {}\n");
+    let out = init(repo.path());
+    out.assert_code(0);
+    let workflow = std::fs::read_to_string(workflows.join("upkeep.yml")).expect("workflow written");
+    let doc = &yaml_rust2::YamlLoader::load_from_str(&workflow).expect("the workflow is YAML")[0];
+    let named: Vec<&str> = doc["on"]["workflow_run"]["workflows"]
+        .as_vec()
+        .expect("a list of workflows")
+        .iter()
+        .filter_map(|name| name.as_str())
+        .collect();
+    assert_eq!(named, ["Docs: build, \"check\" ] #1", "Tests & lint"], "{workflow}");
+    // Everything else is the template's.
+    let placeholder = upkeep::init::workflow().expect("pinned");
+    assert_eq!(
+        workflow
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("workflows:"))
+            .collect::<Vec<_>>(),
+        placeholder
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("workflows:"))
+            .collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn init_defaults_to_the_current_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
