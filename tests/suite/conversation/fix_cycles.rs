@@ -13,7 +13,7 @@ use upkeep::forge::fix_attempts::{FixAttempt, fix_attempt_marker, parse_fix_atte
 use upkeep::forge::github::GitHubForge;
 
 use super::super::support::github::{CheckRunSpec, FakeGitHub, NAME, OWNER};
-use super::super::support::{RunOutput, Script, Upkeep, finish, git, reply};
+use super::super::support::{RunOutput, Script, finish, git, reply};
 use super::{BOT, BOT_EMAIL, push_commit};
 
 const BRANCH: &str = "upkeep/7-greeting";
@@ -49,14 +49,6 @@ fn outcome(out: &RunOutput) -> Value {
         .first()
         .map(|e| e["outcome"].clone())
         .unwrap_or_default()
-}
-
-fn bot_comments(hub: &FakeGitHub) -> Vec<String> {
-    hub.issue_comments(3)
-        .into_iter()
-        .filter(|c| c["user"]["login"] == BOT)
-        .map(|c| c["body"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 fn checks_events(out: &RunOutput) -> Vec<Value> {
@@ -126,7 +118,7 @@ async fn a_failing_check_is_fixed_with_one_commit_on_top_and_the_attempt_recorde
     assert_eq!(git(hub.bare(), &["show", &format!("{BRANCH}:GREETING.md")]), "hello.");
 
     // The comment's first line records the attempt, so the next worker counts it.
-    let comments = bot_comments(&hub);
+    let comments = hub.bot_comments(3);
     assert_eq!(comments.len(), 1, "{comments:#?}");
     let recorded = parse_fix_attempt_marker(&comments[0]).expect("the marker is the first line");
     assert_eq!((recorded.attempt, recorded.sha.as_str()), (1, head.as_str()));
@@ -160,13 +152,7 @@ async fn a_failing_check_is_fixed_with_one_commit_on_top_and_the_attempt_recorde
 #[tokio::test(flavor = "multi_thread")]
 async fn the_fix_prompt_carries_the_failing_check_as_untrusted_text() {
     let (hub, _) = failing_pull_request().await;
-    let out = Upkeep::new()
-        .env("GITHUB_SERVER_URL", hub.git.url())
-        .env("GITHUB_API_URL", hub.api.uri())
-        .env("GITHUB_TOKEN", &hub.token)
-        .args(["prompt", "--repo", "owner/name", "--pr", "3", "--json"])
-        .run_async()
-        .await;
+    let out = hub.prompt(&["--pr", "3"]).run_async().await;
     out.assert_code(0);
     let prompt = out.stdout_json();
     let message = prompt["first_message"].as_str().unwrap_or_default();
@@ -202,7 +188,7 @@ async fn after_three_attempts_upkeep_says_what_failed_once_and_stops() {
     assert!(out.events_of("model_response").is_empty(), "the model was asked");
     assert!(out.events_of("fix_attempt").is_empty());
     assert_eq!(checks_events(&out)[0]["state"], "failing");
-    let comments = bot_comments(&hub);
+    let comments = hub.bot_comments(3);
     assert_eq!(comments.len(), 4, "{comments:#?}");
     let note = &comments[3];
     assert_eq!(parse_gave_up_marker(note).as_deref(), Some(head.as_str()), "{note}");
@@ -217,7 +203,7 @@ async fn after_three_attempts_upkeep_says_what_failed_once_and_stops() {
     // Said once: the next run stops too, without a second note.
     let again = run_pr(&hub, &Script::new(&[finish("completed")])).await;
     again.assert_code(3);
-    assert_eq!(bot_comments(&hub).len(), 4);
+    assert_eq!(hub.bot_comments(3).len(), 4);
     hub.assert_conformant();
 }
 
@@ -229,7 +215,7 @@ async fn the_same_failure_after_an_attempt_stops_early() {
     let out = run_pr(&hub, &Script::new(&[finish("completed")])).await;
     out.assert_code(3);
     assert!(out.events_of("model_response").is_empty());
-    let comments = bot_comments(&hub);
+    let comments = hub.bot_comments(3);
     let note = comments.last().expect("a note");
     assert!(
         note.contains("the checks fail the same way as before fix attempt 1"),
@@ -270,7 +256,7 @@ async fn a_cancelled_check_is_not_a_failure_and_pending_checks_wait() {
         out.stderr
     );
     assert!(
-        bot_comments(&hub).is_empty(),
+        hub.bot_comments(3).is_empty(),
         "waiting says nothing on the pull request"
     );
 }
@@ -312,7 +298,7 @@ async fn a_backlog_run_fixes_a_failing_bot_pull_request_and_skips_one_that_gave_
         exhausted,
         "left alone"
     );
-    assert!(parse_fix_attempt_marker(&bot_comments(&hub)[0]).is_some());
+    assert!(parse_fix_attempt_marker(&hub.bot_comments(3)[0]).is_some());
     let notes: Vec<Value> = hub
         .issue_comments(2)
         .into_iter()
@@ -332,7 +318,7 @@ async fn a_fix_cycle_that_pushes_nothing_is_recorded_and_the_next_run_stops() {
     let out = run_pr(&hub, &Script::new(&[finish("no_tasks")])).await;
     out.assert_code(0);
     assert_eq!(out.events_of("fix_attempt").len(), 1);
-    let comments = bot_comments(&hub);
+    let comments = hub.bot_comments(3);
     assert_eq!(comments.len(), 1, "{comments:#?}");
     let recorded = parse_fix_attempt_marker(&comments[0]).expect("the attempt is recorded");
     assert_eq!((recorded.attempt, recorded.sha.as_str()), (1, head.as_str()));
@@ -341,6 +327,6 @@ async fn a_fix_cycle_that_pushes_nothing_is_recorded_and_the_next_run_stops() {
     let again = run_pr(&hub, &Script::new(&[finish("no_tasks")])).await;
     again.assert_code(3);
     assert!(again.events_of("model_response").is_empty());
-    let note = bot_comments(&hub).pop().expect("a note");
+    let note = hub.bot_comments(3).pop().expect("a note");
     assert!(note.contains("the same way as before fix attempt 1"), "{note}");
 }

@@ -1,7 +1,6 @@
 //! Memory in the forge: an issue whose bot pull request was closed is skipped until someone
 //! comments again.
 
-use super::super::support::Upkeep;
 use super::super::support::github::{FakeGitHub, issue_json};
 use super::{BOT, BOT_EMAIL, push_commit};
 
@@ -25,12 +24,7 @@ async fn an_issue_whose_bot_pull_request_was_closed_is_skipped_until_it_gets_a_n
     );
     // The first message of `upkeep prompt`, which must succeed.
     let first_message = || {
-        let out = Upkeep::new()
-            .env("GITHUB_SERVER_URL", hub.git.url())
-            .env("GITHUB_API_URL", hub.api.uri())
-            .env("GITHUB_TOKEN", &hub.token)
-            .args(["prompt", "--repo", "owner/name", "--json"])
-            .run();
+        let out = hub.prompt(&[]).run();
         out.assert_code(0);
         out.stdout_json()["first_message"]
             .as_str()

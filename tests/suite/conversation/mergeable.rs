@@ -271,14 +271,6 @@ async fn run_pull_request_3(hub: &FakeGitHub) -> RunOutput {
         .await
 }
 
-fn bot_comments(hub: &FakeGitHub) -> Vec<String> {
-    hub.issue_comments(3)
-        .into_iter()
-        .filter(|c| c["user"]["login"] == BOT)
-        .map(|c| c["body"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_conflicting_bot_pull_request_is_rebased_and_pushed_with_a_lease() {
     let hub = conflicting_pull_request(BOT_EMAIL).await;
@@ -315,7 +307,7 @@ async fn a_conflicting_bot_pull_request_is_rebased_and_pushed_with_a_lease() {
         updated[0]["url"].as_str().is_some_and(|url| url.ends_with("/pull/3")),
         "{updated:?}"
     );
-    let comments = bot_comments(&hub);
+    let comments = hub.bot_comments(3);
     assert_eq!(comments.len(), 1, "{comments:#?}");
     assert!(
         comments[0].contains("rebased this pull request onto its base"),
@@ -342,7 +334,7 @@ async fn a_rebase_the_server_refuses_ends_the_run_as_an_error() {
     assert!(out.stderr.contains("not pushed"), "{}", out.stderr);
     assert_eq!(git(hub.bare(), &["rev-parse", BRANCH]), before, "nothing replaced");
     assert!(out.events_of("rebased").is_empty());
-    assert!(bot_comments(&hub).is_empty(), "no comment claims a rebase");
+    assert!(hub.bot_comments(3).is_empty(), "no comment claims a rebase");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -355,7 +347,7 @@ async fn a_conflicting_pull_request_with_a_human_commit_gets_one_comment_and_no_
         assert_eq!(outcome(&out), "no_tasks", "{}", out.stderr);
     }
     assert_eq!(git(hub.bare(), &["rev-parse", BRANCH]), before, "no push");
-    let comments = bot_comments(&hub);
+    let comments = hub.bot_comments(3);
     assert_eq!(comments.len(), 1, "once per head commit: {comments:#?}");
     assert!(
         comments[0].starts_with(&format!("<!-- upkeep:mergeable human-commits sha={before} -->"))
@@ -422,7 +414,7 @@ async fn a_pull_request_whose_mergeability_is_still_computed_is_left_for_later()
     out.assert_code(0);
     assert_eq!(git(hub.bare(), &["rev-parse", BRANCH]), before, "no push");
     assert!(out.events_of("rebased").is_empty());
-    assert!(bot_comments(&hub).is_empty());
+    assert!(hub.bot_comments(3).is_empty());
 }
 
 /// GitHub's side of the issue's example: the bot's one commit ticks the line next to the one
@@ -455,7 +447,7 @@ async fn a_conflicting_bot_pull_request_is_redone_on_the_base_and_the_try_record
         git(hub.bare(), &["show", &format!("{BRANCH}:TODO.md")]),
         tick(true, true).trim_end()
     );
-    let comments = bot_comments(&hub);
+    let comments = hub.bot_comments(3);
     assert_eq!(comments.len(), 1, "{comments:#?}");
     assert!(
         comments[0].starts_with(&format!("<!-- upkeep:mergeable redo sha={before} -->\n")),

@@ -54,14 +54,6 @@ async fn run_pr(hub: &FakeGitHub) -> RunOutput {
         .await
 }
 
-fn bot_comments(hub: &FakeGitHub) -> Vec<String> {
-    hub.issue_comments(3)
-        .into_iter()
-        .filter(|c| c["user"]["login"] == BOT)
-        .map(|c| c["body"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
 fn outcome(out: &RunOutput) -> String {
     out.events_of("run_finished")
         .first()
@@ -79,7 +71,7 @@ async fn no_check_twenty_minutes_after_the_commit_is_said_once() {
     assert_eq!(outcome(&out), "checks_failed", "{}\n{}", out.stdout, out.stderr);
     assert!(out.events_of("model_response").is_empty(), "the model was asked");
     assert_eq!(out.events_of("checks")[0]["state"], "none");
-    let comments = bot_comments(&hub);
+    let comments = hub.bot_comments(3);
     assert_eq!(comments.len(), 1, "{comments:#?}");
     assert_eq!(parse_no_checks_marker(&comments[0]).as_deref(), Some(head.as_str()));
     assert!(
@@ -93,7 +85,7 @@ async fn no_check_twenty_minutes_after_the_commit_is_said_once() {
 
     let again = run_pr(&hub).await;
     again.assert_code(3);
-    assert_eq!(bot_comments(&hub).len(), 1, "said once per head commit");
+    assert_eq!(hub.bot_comments(3).len(), 1, "said once per head commit");
     assert_eq!(git(hub.bare(), &["rev-parse", BRANCH]), head, "nothing pushed");
     hub.assert_conformant();
 }
@@ -105,7 +97,7 @@ async fn no_check_a_minute_after_the_commit_is_pending() {
     let out = run_pr(&hub).await;
     out.assert_code(0);
     assert_eq!(outcome(&out), "no_tasks", "{}\n{}", out.stdout, out.stderr);
-    assert!(bot_comments(&hub).is_empty(), "{:#?}", bot_comments(&hub));
+    assert!(hub.bot_comments(3).is_empty(), "{:#?}", hub.bot_comments(3));
     let said = format!("{}{}", out.stdout, out.stderr);
     assert!(said.contains("pending"), "{said}");
     hub.assert_conformant();

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::super::support::github::{FakeGitHub, ReviewComment};
-use super::super::support::{Script, Upkeep, finish, git, reply};
+use super::super::support::{Script, finish, git, reply};
 use super::{BOT, BOT_EMAIL, push_commit};
 
 /// The scene: the bot's pull request #3 on `upkeep/7-greeting` (one bot commit), a commit a
@@ -125,13 +125,7 @@ async fn a_review_with_two_comments_leads_to_one_commit_on_top_and_two_thread_re
 #[tokio::test(flavor = "multi_thread")]
 async fn the_follow_up_prompt_carries_the_maintainers_feedback_and_nothing_from_strangers() {
     let (hub, first, _) = reviewed_pull_request().await;
-    let out = Upkeep::new()
-        .env("GITHUB_SERVER_URL", hub.git.url())
-        .env("GITHUB_API_URL", hub.api.uri())
-        .env("GITHUB_TOKEN", &hub.token)
-        .args(["prompt", "--repo", "owner/name", "--pr", "3", "--json"])
-        .run_async()
-        .await;
+    let out = hub.prompt(&["--pr", "3"]).run_async().await;
     out.assert_code(0);
     let prompt = out.stdout_json();
     let message = prompt["first_message"].as_str().unwrap_or_default();

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::MockServer;
 
 use super::super::support::github::{FakeGitHub, ReviewComment, issue_json, repository, user};
-use super::super::support::{RunOutput, Script, Upkeep, finish, reply};
+use super::super::support::{RunOutput, Script, finish, reply};
 use super::{BOT, BOT_EMAIL, first_prompt, model, openai, push_commit};
 
 const QUESTION: &str = "<!-- upkeep:question -->\n**upkeep has a question:**\n\nKeep the old name as an alias?\n\n<sub>Answer in a comment on this issue; upkeep reads it on its next run.</sub>";
@@ -156,12 +156,7 @@ async fn an_outsiders_bump_does_not_revive_an_issue_whose_pull_request_a_maintai
         Some("2024-03-01T00:00:00Z"),
     );
     let first_message = || {
-        let out = Upkeep::new()
-            .env("GITHUB_SERVER_URL", hub.git.url())
-            .env("GITHUB_API_URL", hub.api.uri())
-            .env("GITHUB_TOKEN", &hub.token)
-            .args(["prompt", "--repo", "owner/name", "--json"])
-            .run();
+        let out = hub.prompt(&[]).run();
         out.assert_code(0);
         out.stdout_json()["first_message"]
             .as_str()
@@ -372,12 +367,7 @@ async fn an_issue_opened_by_an_outsider_reaches_the_model_as_an_outsiders() {
         "{message}"
     );
 
-    let out = Upkeep::new()
-        .env("GITHUB_SERVER_URL", hub.git.url())
-        .env("GITHUB_API_URL", hub.api.uri())
-        .env("GITHUB_TOKEN", &hub.token)
-        .args(["prompt", "--repo", "owner/name", "--json"])
-        .run();
+    let out = hub.prompt(&[]).run();
     out.assert_code(0);
     let backlog = out.stdout_json()["first_message"]
         .as_str()

@@ -122,11 +122,20 @@ impl FakeGitHub {
 
     /// `upkeep run --repo owner/name --json` against this stand-in.
     pub fn upkeep(&self, extra: &[&str]) -> Upkeep {
+        self.command("run", extra)
+    }
+
+    /// `upkeep prompt --repo owner/name --json` against this stand-in, then `extra`.
+    pub fn prompt(&self, extra: &[&str]) -> Upkeep {
+        self.command("prompt", extra)
+    }
+
+    fn command(&self, subcommand: &str, extra: &[&str]) -> Upkeep {
         Upkeep::new()
             .env("GITHUB_SERVER_URL", self.git.url())
             .env("GITHUB_API_URL", self.api.uri())
             .env("GITHUB_TOKEN", &self.token)
-            .args(["run", "--repo", &format!("{OWNER}/{NAME}"), "--json"])
+            .args([subcommand, "--repo", &format!("{OWNER}/{NAME}"), "--json"])
             .args(extra)
     }
 
@@ -195,6 +204,16 @@ impl FakeGitHub {
 
     pub fn issue_comments(&self, number: u64) -> Vec<Value> {
         self.with(|s| s.issue_comments.get(&number).cloned().unwrap_or_default())
+    }
+
+    /// The bodies of the comments the bot's account wrote on issue or pull request `number`.
+    pub fn bot_comments(&self, number: u64) -> Vec<String> {
+        let bot = self.with(|s| s.bot.clone());
+        self.issue_comments(number)
+            .into_iter()
+            .filter(|c| c["user"]["login"] == bot.as_str())
+            .map(|c| c["body"].as_str().unwrap_or_default().to_owned())
+            .collect()
     }
 
     pub fn review_comments(&self, pull: u64) -> Vec<Value> {
