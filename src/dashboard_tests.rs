@@ -122,6 +122,19 @@ fn control_characters_in_the_error_reach_the_dashboard_escaped() {
     assert_eq!(code("a\rb\nc"), "`a b c`");
 }
 
+/// A dashboard for `main` and the `upkeep` label, with no limits.
+fn unlimited_plan() -> DashboardPlan {
+    DashboardPlan {
+        base: "main".into(),
+        label: "upkeep".into(),
+        limits: Limits {
+            pr_limit: None,
+            pr_hourly_limit: None,
+            schedules: Vec::new(),
+        },
+    }
+}
+
 fn open_pull_request(number: u64, branch: &str, head: char) -> OpenPullRequest {
     OpenPullRequest {
         number: Some(number),
@@ -231,15 +244,7 @@ async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
         ],
         ..Notes::default()
     };
-    let plan = DashboardPlan {
-        base: "main".into(),
-        label: "upkeep".into(),
-        limits: Limits {
-            pr_limit: None,
-            pr_hourly_limit: None,
-            schedules: Vec::new(),
-        },
-    };
+    let plan = unlimited_plan();
     let state = read_state(&forge, &plan).await.expect("read");
     let summary = RunSummary::without_work(crate::outcome::Outcome::ChecksFailed, None);
     let now: jiff::Timestamp = "2024-01-02T03:04:05Z".parse().expect("timestamp");
@@ -262,15 +267,7 @@ async fn a_pull_request_without_checks_is_listed_as_needing_a_human() {
 /// one needing a human; a re-doing alone does not.
 #[tokio::test]
 async fn pull_requests_upkeep_cannot_keep_mergeable_need_a_human() {
-    let plan = DashboardPlan {
-        base: "main".into(),
-        label: "upkeep".into(),
-        limits: Limits {
-            pr_limit: None,
-            pr_hourly_limit: None,
-            schedules: Vec::new(),
-        },
-    };
+    let plan = unlimited_plan();
     use crate::forge::mergeable::NoteKind;
     let forge = Notes {
         // #7's head moved on since upkeep's note (on `abc`).
