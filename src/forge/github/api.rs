@@ -239,22 +239,10 @@ impl Api {
         first: String,
         more: impl Fn(&[Value]) -> bool,
     ) -> Result<Vec<Value>, ForgeError> {
-        let mut items = Vec::new();
-        let mut route = Some(first);
-        let mut pages = 0;
-        while let Some(current) = route.take() {
-            let answer = self.send(operation, Method::Get, &current, None).await?;
-            items.extend(parse_list(operation, &answer.text)?);
-            pages += 1;
-            if pages < MAX_PAGES && more(&items) {
-                route = answer.next;
-            }
-        }
-        Ok(items)
+        self.pages(operation, first, |text| parse_list(operation, text), more)
+            .await
     }
-}
 
-impl Api {
     /// Every item under `field` of a paginated object answer (`{"total_count": n, "check_runs":
     /// [...]}`), up to `MAX_PAGES` pages, stopping once `limit` items are in.
     pub(crate) async fn list_field(
@@ -264,32 +252,42 @@ impl Api {
         field: &str,
         limit: usize,
     ) -> Result<Vec<Value>, ForgeError> {
+        let page = |text: &str| match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(mut object)) => match object.remove(field) {
+                Some(Value::Array(page)) => Ok(page),
+                _ => Err(ForgeError::Other(format!(
+                    "{operation}: GitHub's answer has no `{field}` list"
+                ))),
+            },
+            _ => Err(ForgeError::Other(format!(
+                "{operation}: GitHub answered with something other than an object"
+            ))),
+        };
+        let mut items = self.pages(operation, first, page, |items| items.len() < limit).await?;
+        items.truncate(limit);
+        Ok(items)
+    }
+
+    /// The items of each page `page` reads from an answer, following `Link: next` while `more`
+    /// says the items so far call for another page, up to `MAX_PAGES` pages.
+    async fn pages(
+        &self,
+        operation: &str,
+        first: String,
+        page: impl Fn(&str) -> Result<Vec<Value>, ForgeError>,
+        more: impl Fn(&[Value]) -> bool,
+    ) -> Result<Vec<Value>, ForgeError> {
         let mut items = Vec::new();
         let mut route = Some(first);
         let mut pages = 0;
         while let Some(current) = route.take() {
             let answer = self.send(operation, Method::Get, &current, None).await?;
-            match serde_json::from_str::<Value>(&answer.text) {
-                Ok(Value::Object(mut object)) => match object.remove(field) {
-                    Some(Value::Array(page)) => items.extend(page),
-                    _ => {
-                        return Err(ForgeError::Other(format!(
-                            "{operation}: GitHub's answer has no `{field}` list"
-                        )));
-                    }
-                },
-                _ => {
-                    return Err(ForgeError::Other(format!(
-                        "{operation}: GitHub answered with something other than an object"
-                    )));
-                }
-            }
+            items.extend(page(&answer.text)?);
             pages += 1;
-            if pages < MAX_PAGES && items.len() < limit {
+            if pages < MAX_PAGES && more(&items) {
                 route = answer.next;
             }
         }
-        items.truncate(limit);
         Ok(items)
     }
 }
