@@ -340,12 +340,17 @@ impl GitHubForge {
     /// comments (up to 1000 comments, oldest first), judged by the account
     /// the token belongs to, as every reader of them judges.
     pub async fn read_fix_attempts(&self, number: u64) -> Result<FixAttempts, ForgeError> {
+        Ok(count_fix_attempts(&self.pull_request_comments(number).await?))
+    }
+
+    /// Pull request `number`'s comments (at most [`MAX_COMMENTS_READ`]), each with its author's
+    /// role: the bot's markers are read from them.
+    async fn pull_request_comments(&self, number: u64) -> Result<Vec<crate::forge::Comment>, ForgeError> {
         let operation = format!("reading the comments of pull request #{number}");
         let route = self.route(&format!("/issues/{number}/comments?per_page=100"));
         let items = self.api.list(&operation, route, MAX_COMMENTS_READ).await?;
         let bot = self.bot_login().await;
-        let comments = super::reviews::comments_of(items, bot);
-        Ok(count_fix_attempts(&comments))
+        Ok(super::reviews::comments_of(items, bot))
     }
 
     /// The bot's mergeable notes on pull request `pull` (its own comments' markers, read as
@@ -354,12 +359,7 @@ impl GitHubForge {
         let Some(number) = pull.number else {
             return Ok(MergeableNotes::default());
         };
-        let operation = format!("reading the comments of pull request #{number}");
-        let route = self.route(&format!("/issues/{number}/comments?per_page=100"));
-        let items = self.api.list(&operation, route, MAX_COMMENTS_READ).await?;
-        let bot = self.bot_login().await;
-        let comments = super::reviews::comments_of(items, bot);
-        Ok(MergeableNotes::from_comments(&comments))
+        Ok(MergeableNotes::from_comments(&self.pull_request_comments(number).await?))
     }
 
     /// Comments `text` on pull request `pull`, `marker` (when any) its first line.
