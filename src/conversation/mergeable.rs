@@ -52,6 +52,15 @@ pub(crate) struct Rebased {
     pub commits: usize,
 }
 
+/// A conflicting bot pull request settled before any model is asked: the cycle ends with it.
+#[derive(Debug)]
+pub(crate) enum Settled {
+    /// Rebased in the clone: the run publishes it, and leaves the `notes` found on the way.
+    Rebased { rebased: Rebased, notes: Vec<Note> },
+    /// Left as it is: the note is left (when not left before), and `reason` said to people.
+    Left { note: Option<Note>, reason: String },
+}
+
 /// A cycle that makes the pull request's change again on the base's tip, on its branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Redo {

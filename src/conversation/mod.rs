@@ -74,18 +74,8 @@ pub(crate) enum CycleWork {
         report: Option<fix::ChecksReport>,
         plan: Box<fix::ChecksPlan>,
     },
-    /// A conflicting bot pull request was rebased in the clone: the run publishes it (no model
-    /// is asked), and leaves the `notes` found on the way.
-    Rebased {
-        rebased: Box<mergeable::Rebased>,
-        notes: Vec<mergeable::Note>,
-    },
-    /// The pull request asked for no longer merges and upkeep leaves it as it is: the note is
-    /// left (when not left before) and the cycle ends.
-    Unmergeable {
-        note: Option<mergeable::Note>,
-        reason: String,
-    },
+    /// A conflicting bot pull request settled without asking a model.
+    Mergeable(Box<mergeable::Settled>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,22 +127,22 @@ pub(crate) async fn for_cycle(
                 })?;
             match decision {
                 mergeable::Decision::Rebased(rebased) => {
-                    return Ok(CycleWork::Rebased {
-                        rebased: Box::new(rebased),
+                    return Ok(CycleWork::Mergeable(Box::new(mergeable::Settled::Rebased {
+                        rebased,
                         notes: Vec::new(),
-                    });
+                    })));
                 }
                 mergeable::Decision::Redo(redo) => {
                     conversation.redo = Some(redo);
                     return Ok(CycleWork::Work(Box::new(conversation)));
                 }
                 mergeable::Decision::Leave(Some(note)) => {
-                    return Ok(CycleWork::Unmergeable {
+                    return Ok(CycleWork::Mergeable(Box::new(mergeable::Settled::Left {
                         note: Some(note),
                         reason: format!(
                             "pull request #{number} no longer merges into its base and upkeep cannot bring it up to date; a human needs to look"
                         ),
-                    });
+                    })));
                 }
                 mergeable::Decision::Leave(None) => {}
             }
@@ -247,10 +237,10 @@ pub(crate) async fn for_cycle(
         conversation.mergeable_notes = scanned.notes;
         match scanned.work {
             Some(mergeable::Decision::Rebased(rebased)) => {
-                return Ok(CycleWork::Rebased {
-                    rebased: Box::new(rebased),
+                return Ok(CycleWork::Mergeable(Box::new(mergeable::Settled::Rebased {
+                    rebased,
                     notes: std::mem::take(&mut conversation.mergeable_notes),
-                });
+                })));
             }
             Some(mergeable::Decision::Redo(redo)) => {
                 conversation.redo = Some(redo);

@@ -51,7 +51,7 @@ pub(super) enum CycleBrief {
     /// A conflicting pull request settled without a model (DESIGN section 14, "Mergeable"), in
     /// the clone that decided it.
     Mergeable {
-        work: Box<CycleWork>,
+        settled: Box<crate::conversation::mergeable::Settled>,
         clone: Box<CycleClone>,
     },
 }
@@ -126,8 +126,8 @@ impl Run<'_> {
                 }
                 return Ok(self.stop_on_checks(*plan, done).await);
             }
-            CycleBrief::Mergeable { work, clone } => {
-                return self.settle_mergeable(number, *work, &clone, done).await;
+            CycleBrief::Mergeable { settled, clone } => {
+                return self.settle_mergeable(number, *settled, &clone, done).await;
             }
         };
         self.emit_redo(number, &cycle.briefing);
@@ -202,9 +202,9 @@ impl Run<'_> {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),
             CycleWork::Checks { report, plan } => return Ok(CycleBrief::Checks { report, plan }),
-            work @ (CycleWork::Rebased { .. } | CycleWork::Unmergeable { .. }) => {
+            CycleWork::Mergeable(settled) => {
                 return Ok(CycleBrief::Mergeable {
-                    work: Box::new(work),
+                    settled,
                     clone: Box::new(clone),
                 });
             }

@@ -4,8 +4,7 @@
 //! nothing still counts its try. The decisions are [`crate::conversation::mergeable`]'s.
 
 use crate::briefing::Briefing;
-use crate::conversation::CycleWork;
-use crate::conversation::mergeable::{Note, Rebased, describe, rebased_comment};
+use crate::conversation::mergeable::{Note, Rebased, Settled, describe, rebased_comment};
 use crate::events::{Event, Scope};
 use crate::forge::Forge;
 use crate::forge::mergeable::{NoteKind, mergeable_marker};
@@ -18,28 +17,25 @@ use super::record::CycleRecord;
 use super::shared::Run;
 
 impl Run<'_> {
-    /// Ends a cycle whose work was a conflicting pull request that no model is asked about:
-    /// `work` is [`CycleWork::Rebased`] or [`CycleWork::Unmergeable`].
+    /// Ends a cycle whose work was a conflicting pull request that no model is asked about.
     pub(super) async fn settle_mergeable(
         &self,
         cycle: u32,
-        work: CycleWork,
+        settled: Settled,
         clone: &CycleClone,
         done: &mut CycleRecord,
     ) -> Result<Outcome, RunError> {
         let (workspace, forge) = (&clone.workspace, self.forge.as_ref());
-        match work {
-            CycleWork::Rebased { rebased, notes } => {
+        match settled {
+            Settled::Rebased { rebased, notes } => {
                 self.leave_mergeable_notes(notes).await;
                 self.publish_rebase(cycle, &rebased, workspace, forge, done).await
             }
-            CycleWork::Unmergeable { note, reason } => {
+            Settled::Left { note, reason } => {
                 self.leave_mergeable_notes(note.into_iter().collect()).await;
                 self.events.alert(&format!("upkeep: {reason}"));
                 Ok(Outcome::NoTasks)
             }
-            // Not reached: other work is a cycle's or another ending's.
-            _ => Ok(Outcome::NoTasks),
         }
     }
 
@@ -179,13 +175,12 @@ impl Run<'_> {
 
 /// What `upkeep prompt` says when the first cycle's work is a conflicting pull request that no
 /// model is asked about.
-pub(super) fn prompt_refusal(work: &CycleWork) -> String {
-    match work {
-        CycleWork::Rebased { rebased, .. } => format!(
+pub(super) fn prompt_refusal(settled: &Settled) -> String {
+    match settled {
+        Settled::Rebased { rebased, .. } => format!(
             "the first cycle rebases {} onto its base without asking a model",
             describe(&rebased.pull)
         ),
-        CycleWork::Unmergeable { reason, .. } => reason.clone(),
-        _ => String::new(),
+        Settled::Left { reason, .. } => reason.clone(),
     }
 }

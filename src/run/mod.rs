@@ -199,7 +199,7 @@ pub(crate) async fn prompt(config: &Config, cancel: CancellationToken) -> Result
     {
         CycleBrief::Ready { cycle, .. } => Ok(cycle.briefing),
         CycleBrief::Nothing(reason) => Err((ExitStatus::Done, reason)),
-        CycleBrief::Mergeable { work, .. } => Err((ExitStatus::Done, mergeable::prompt_refusal(&work))),
+        CycleBrief::Mergeable { settled, .. } => Err((ExitStatus::Done, mergeable::prompt_refusal(&settled))),
         CycleBrief::Checks { plan, .. } => Err(match *plan {
             crate::conversation::fix::ChecksPlan::GiveUp(give_up) => (
                 crate::outcome::Outcome::ChecksFailed.exit_status(),

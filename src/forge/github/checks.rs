@@ -359,7 +359,9 @@ impl GitHubForge {
         let Some(number) = pull.number else {
             return Ok(MergeableNotes::default());
         };
-        Ok(MergeableNotes::from_comments(&self.pull_request_comments(number).await?))
+        Ok(MergeableNotes::from_comments(
+            &self.pull_request_comments(number).await?,
+        ))
     }
 
     /// Comments `text` on pull request `pull`, `marker` (when any) its first line.
