@@ -57,6 +57,13 @@ pub(crate) struct GiveUp {
     pub max: u32,
 }
 
+/// Checks that start no fix cycle: nothing to do now (and why), or upkeep stops working them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ChecksStop {
+    Nothing(String),
+    GiveUp(GiveUp),
+}
+
 /// What the checks of a bot pull request call for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ChecksPlan {

@@ -69,10 +69,10 @@ pub(crate) enum CycleWork {
     /// `no_tasks` without asking the model.
     Nothing(String),
     /// The checks of the pull request asked for leave no fix cycle to run: they wait, pass, or
-    /// upkeep stops fixing them ([`fix::ChecksPlan::GiveUp`]). No model is asked.
+    /// upkeep stops fixing them ([`fix::ChecksStop::GiveUp`]). No model is asked.
     Checks {
         report: Option<fix::ChecksReport>,
-        plan: Box<fix::ChecksPlan>,
+        stop: Box<fix::ChecksStop>,
     },
     /// A conflicting bot pull request settled without asking a model.
     Mergeable(Box<mergeable::Settled>),
@@ -165,13 +165,13 @@ pub(crate) async fn for_cycle(
             ))),
             fix::ChecksPlan::Nothing(reason) => Ok(CycleWork::Checks {
                 report,
-                plan: Box::new(fix::ChecksPlan::Nothing(format!(
+                stop: Box::new(fix::ChecksStop::Nothing(format!(
                     "no review feedback from maintainers waits on pull request #{number}, and {reason}"
                 ))),
             }),
-            plan @ fix::ChecksPlan::GiveUp(_) => Ok(CycleWork::Checks {
+            fix::ChecksPlan::GiveUp(give_up) => Ok(CycleWork::Checks {
                 report,
-                plan: Box::new(plan),
+                stop: Box::new(fix::ChecksStop::GiveUp(give_up)),
             }),
         };
     }

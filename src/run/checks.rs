@@ -3,7 +3,7 @@
 //! cycle that pushed nothing still counts.
 
 use crate::agent::CycleOutcome;
-use crate::conversation::fix::{ChecksPlan, GiveUp};
+use crate::conversation::fix::{ChecksStop, GiveUp};
 use crate::events::{Event, Scope};
 use crate::outcome::Outcome;
 
@@ -28,15 +28,13 @@ impl Run<'_> {
 
     /// A pull request's checks that start no fix cycle: nothing to do now, or upkeep stops
     /// fixing them and says so on the pull request (once per head commit).
-    pub(super) async fn stop_on_checks(&self, plan: ChecksPlan, done: &mut CycleRecord) -> Outcome {
-        match plan {
-            ChecksPlan::Nothing(reason) => {
+    pub(super) async fn stop_on_checks(&self, stop: ChecksStop, done: &mut CycleRecord) -> Outcome {
+        match stop {
+            ChecksStop::Nothing(reason) => {
                 self.events.say(&format!("nothing to do: {reason}"));
                 Outcome::NoTasks
             }
-            // Not reached: a fix cycle is a cycle's work, not an ending.
-            ChecksPlan::Fix(_) => Outcome::NoTasks,
-            ChecksPlan::GiveUp(give_up) => {
+            ChecksStop::GiveUp(give_up) => {
                 self.say_gave_up(give_up, done).await;
                 Outcome::ChecksFailed
             }

@@ -6,7 +6,7 @@ use crate::agent::budget::Limit;
 use crate::agent::{Agent, CycleError, CycleOutcome};
 use crate::briefing::{Briefing, BriefingError, brief};
 use crate::config::{ConfigError, Mode, RepoSettings};
-use crate::conversation::fix::{ChecksPlan, ChecksReport, GiveUp};
+use crate::conversation::fix::{ChecksReport, ChecksStop, GiveUp};
 use crate::conversation::{ConversationError, CycleWork};
 use crate::dashboard::DashboardPlan;
 use crate::events::{Event, Scope};
@@ -46,7 +46,7 @@ pub(super) enum CycleBrief {
     /// The pull request's checks leave no fix cycle to run (DESIGN section 14).
     Checks {
         report: Option<ChecksReport>,
-        plan: Box<ChecksPlan>,
+        stop: Box<ChecksStop>,
     },
     /// A conflicting pull request settled without a model (DESIGN section 14, "Mergeable"), in
     /// the clone that decided it.
@@ -120,11 +120,11 @@ impl Run<'_> {
                 self.events.say(&format!("nothing to do: {reason}"));
                 return Ok(Outcome::NoTasks);
             }
-            CycleBrief::Checks { report, plan } => {
+            CycleBrief::Checks { report, stop } => {
                 if let Some(report) = &report {
                     self.emit_checks(number, report.pr, &report.sha, &report.state);
                 }
-                return Ok(self.stop_on_checks(*plan, done).await);
+                return Ok(self.stop_on_checks(*stop, done).await);
             }
             CycleBrief::Mergeable { settled, clone } => {
                 return self.settle_mergeable(number, *settled, &clone, done).await;
@@ -201,7 +201,7 @@ impl Run<'_> {
         let conversation = match self.conversation(number, &clone, resumed).await? {
             CycleWork::Work(conversation) => conversation,
             CycleWork::Nothing(reason) => return Ok(CycleBrief::Nothing(reason)),
-            CycleWork::Checks { report, plan } => return Ok(CycleBrief::Checks { report, plan }),
+            CycleWork::Checks { report, stop } => return Ok(CycleBrief::Checks { report, stop }),
             CycleWork::Mergeable(settled) => {
                 return Ok(CycleBrief::Mergeable {
                     settled,

@@ -200,16 +200,15 @@ pub(crate) async fn prompt(config: &Config, cancel: CancellationToken) -> Result
         CycleBrief::Ready { cycle, .. } => Ok(cycle.briefing),
         CycleBrief::Nothing(reason) => Err((ExitStatus::Done, reason)),
         CycleBrief::Mergeable { settled, .. } => Err((ExitStatus::Done, mergeable::prompt_refusal(&settled))),
-        CycleBrief::Checks { plan, .. } => Err(match *plan {
-            crate::conversation::fix::ChecksPlan::GiveUp(give_up) => (
+        CycleBrief::Checks { stop, .. } => Err(match *stop {
+            crate::conversation::fix::ChecksStop::GiveUp(give_up) => (
                 crate::outcome::Outcome::ChecksFailed.exit_status(),
                 format!(
                     "upkeep stops working the checks of pull request #{}: {}",
                     give_up.pr, give_up.reason
                 ),
             ),
-            crate::conversation::fix::ChecksPlan::Nothing(reason) => (ExitStatus::Done, reason),
-            crate::conversation::fix::ChecksPlan::Fix(_) => (ExitStatus::Done, String::new()),
+            crate::conversation::fix::ChecksStop::Nothing(reason) => (ExitStatus::Done, reason),
         }),
     }
 }
